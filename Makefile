@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+#
+# sefer top-level Makefile: a small Kbuild-style driver.
+#
+#   make [O=dir] [V=1] <name>_defconfig | defconfig | olddefconfig | savedefconfig | menuconfig
+#   make [O=dir]            build the configured libraries (configures the host default if needed)
+#   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
+#   make run                build the default config, run a real program and the headline benchmark
+#   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
+#   make clean | distclean
+#
+# Build output goes to $(O) (default build/), never into the source tree. The configuration
+# lives in $(O)/.config; include/generated/autoconf.h and include/config/auto.conf are generated
+# under $(O) and only rewritten when they change. Each directory lists its objects in a Kbuild
+# file as obj-$(CONFIG_FOO) += foo.o; only selected objects enter the libraries.
+
+MAKEFLAGS += -rR --no-print-directory
+.SUFFIXES:
+.DEFAULT_GOAL := all
+
+srctree := $(CURDIR)
+O ?= build
+objtree := $(abspath $(O))
+export KCONFIG_CONFIG := $(objtree)/.config
+PYTHON := /usr/bin/python3
+KCONFIG := $(PYTHON) $(srctree)/scripts/kconfig.py
+HOST_DEFCONFIG := linux_defconfig
+
+ifeq ($(V),1)
+Q :=
+quiet = @:
+else
+Q := @
+quiet = @printf '  %-8s %s\n'
+endif
+
+config-targets := menuconfig defconfig olddefconfig savedefconfig %_defconfig
+no-config-targets := clean distclean help
+config-goals := $(filter $(config-targets),$(MAKECMDGOALS))
+other-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
+
+# "make foo_defconfig all": configure first, then build, each in its own make.
+ifneq ($(config-goals),)
+ifneq ($(other-goals),)
+mixed-goals := 1
+endif
+endif
+
+ifdef mixed-goals
+__one_by_one:
+	$(Q)set -e; for g in $(MAKECMDGOALS); do $(MAKE) -f $(srctree)/Makefile $$g; done
+$(MAKECMDGOALS): __one_by_one
+	@:
+.PHONY: __one_by_one
+else
+
+# ---------------------------------------------------------------- configuration goals
+kconfig-files := $(shell find $(srctree) -name Kconfig -not -path '$(objtree)/*' 2>/dev/null)
+
+%_defconfig:
+	$(Q)mkdir -p $(objtree)
+	$(Q)test -f $(srctree)/configs/$@ || { echo "sefer: no such config: configs/$@" >&2; exit 1; }
+	$(Q)$(KCONFIG) defconfig $(srctree)/configs/$@
+
+defconfig: $(HOST_DEFCONFIG)
+
+olddefconfig:
+	$(Q)mkdir -p $(objtree)
+	$(Q)$(KCONFIG) olddefconfig
+
+savedefconfig:
+	$(Q)$(KCONFIG) savedefconfig $(objtree)/defconfig
+	@echo "  SAVED    $(objtree)/defconfig"
+
+menuconfig:
+	$(Q)mkdir -p $(objtree)
+	$(Q)if [ ! -t 0 ] || [ ! -t 1 ]; then \
+		echo "sefer: menuconfig needs an interactive terminal (stdin and stdout must be a tty);" >&2; \
+		echo "       use 'make <name>_defconfig' or edit $(KCONFIG_CONFIG) and run 'make olddefconfig'" >&2; \
+		exit 1; fi
+	$(Q)test -f $(KCONFIG_CONFIG) || $(KCONFIG) defconfig $(srctree)/configs/$(HOST_DEFCONFIG)
+	$(Q)cd $(srctree) && $(PYTHON) -m menuconfig Kconfig
+	$(Q)$(KCONFIG) olddefconfig
+
+.PHONY: defconfig olddefconfig savedefconfig menuconfig
+
+ifeq ($(filter $(no-config-targets),$(MAKECMDGOALS)),)
+ifeq ($(config-goals),)
+# ---------------------------------------------------------------- build goals
+autoconf := $(objtree)/include/generated/autoconf.h
+autoconf-mk := $(objtree)/include/config/auto.conf
+
+$(KCONFIG_CONFIG):
+	$(Q)mkdir -p $(objtree)
+	@echo "sefer: no $(KCONFIG_CONFIG); configuring the host default (configs/$(HOST_DEFCONFIG))"
+	$(Q)$(KCONFIG) defconfig $(srctree)/configs/$(HOST_DEFCONFIG)
+
+# genconfig writes each output only when its contents change, so a .config edit that does
+# not change an option rebuilds nothing.
+$(autoconf-mk): $(KCONFIG_CONFIG) $(kconfig-files) $(srctree)/scripts/kconfig.py
+	$(Q)mkdir -p $(dir $@) $(dir $(autoconf))
+	$(Q)$(KCONFIG) genconfig $(autoconf) $@
+	$(Q)touch $@
+
+-include $(autoconf-mk)
+endif
+endif
+
+unquote = $(patsubst "%",%,$(1))
+CROSS_COMPILE ?= $(call unquote,$(CONFIG_CROSS_COMPILE))
+ifeq ($(origin CC),default)
+CC := $(CROSS_COMPILE)gcc
+endif
+AR := $(CROSS_COMPILE)ar
+
+# ---------------------------------------------------------------- objects from Kbuild files
+# Every directory with a Kbuild file; each lists obj-$(CONFIG_...) += file.o.
+kbuild-dirs := core backends/posix backends/linux backends/win32 backends/darwin \
+	policies/fastbin policies/numa policies/large_cache persist
+
+define collect-kbuild
+obj-y :=
+libs-y :=
+-include $(srctree)/$(1)/Kbuild
+lib-objs += $$(addprefix $(objtree)/$(1)/,$$(obj-y))
+lib-libs += $$(libs-y)
+endef
+lib-objs :=
+lib-libs :=
+$(foreach d,$(kbuild-dirs),$(eval $(call collect-kbuild,$(d))))
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+SEFER_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -fno-plt -ftls-model=initial-exec \
+	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
+	$(WARN) -I$(srctree)/include -I$(srctree) -I$(objtree)/include \
+	-include $(objtree)/include/generated/autoconf.h -DSEFER_BUILD
+ifeq ($(CONFIG_BACKEND_WIN32),y)
+SEFER_CFLAGS := $(filter-out -fPIC -fno-plt -ftls-model=initial-exec,$(SEFER_CFLAGS))
+endif
+SEFER_CFLAGS += $(EXTRA_CFLAGS)
+LDLIBS := $(lib-libs) -lpthread
+
+$(objtree)/%.o: $(srctree)/%.c $(autoconf-mk)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(lib-objs:.o=.d)
+
+ifeq ($(CONFIG_BACKEND_WIN32),y)
+shared-lib := $(objtree)/sefer.dll
+else
+shared-lib := $(objtree)/libsefer.so
+endif
+static-lib := $(objtree)/libsefer.a
+# A changed selection rebuilds the archive from scratch: deselected objects leave it.
+$(static-lib): $(lib-objs) $(autoconf-mk)
+	$(quiet) AR $(notdir $@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $(lib-objs)
+
+$(objtree)/libsefer.so: $(lib-objs) $(autoconf-mk)
+	$(quiet) LD $(notdir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libsefer.so -Wl,-z,nodelete -o $@ $(lib-objs) $(LDLIBS) $(LDFLAGS)
+
+$(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
+	$(quiet) LD $(notdir $@)
+	$(Q)$(CC) -shared -o $@ $(lib-objs) -Wl,--out-implib,$(objtree)/libsefer.dll.a $(LDFLAGS) -lbcrypt
+
+all: $(static-lib) $(shared-lib) $(extra-all)
+.PHONY: all
+
+# ---------------------------------------------------------------- tests, run, bench
+include $(srctree)/selftest/selftest.mk
+-include $(srctree)/bench/bench.mk
+-include $(srctree)/persist/persist.mk
+
+clean:
+	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
+		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll
+distclean:
+	$(Q)rm -rf $(objtree)
+help:
+	@sed -n '3,12p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
+.PHONY: clean distclean help
+
+endif # mixed-goals

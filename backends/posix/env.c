@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/*
+ * POSIX clock, environment, error output and thread-exit notification. Nothing here
+ * allocates: sefer may be the process's malloc and these run inside it.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/posix/posix.h"
+
+extern char **environ;
+
+uint64_t posix_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool posix_getenv(const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (!environ || !len)
+		return false;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') {
+			const char *v = *e + n + 1;
+			size_t i;
+
+			for (i = 0; i + 1 < len && v[i]; i++)
+				buf[i] = v[i];
+			buf[i] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+void posix_write_err(const char *msg, size_t len)
+{
+	while (len) {
+		ssize_t w = write(STDERR_FILENO, msg, len);
+
+		if (w <= 0)
+			return;
+		msg += w;
+		len -= (size_t)w;
+	}
+}
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static void (*exit_fn)(void *);
+
+static void exit_trampoline(void *arg)
+{
+	if (exit_fn)
+		exit_fn(arg);
+}
+
+static void exit_key_init(void)
+{
+	pthread_key_create(&exit_key, exit_trampoline);
+}
+
+bool posix_thread_exit_hook(void (*fn)(void *), void *arg)
+{
+	pthread_once(&exit_once, exit_key_init);
+	exit_fn = fn;
+	return pthread_setspecific(exit_key, arg) == 0;
+}
+
+uint64_t posix_thread_id(void)
+{
+	return (uint64_t)(uintptr_t)pthread_self();
+}

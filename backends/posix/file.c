@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* POSIX file operations for persist/: positional I/O, truncate, size and an exclusive lock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/posix/posix.h"
+
+sefer_file_t posix_open_file(const char *path, int flags)
+{
+	int oflags = O_RDWR | O_CLOEXEC;
+	int fd;
+
+	if (flags & SEFER_OPEN_CREATE)
+		oflags |= O_CREAT;
+	if (flags & SEFER_OPEN_EXCL)
+		oflags |= O_EXCL;
+	fd = open(path, oflags, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+void posix_close_file(sefer_file_t f)
+{
+	close((int)f);
+}
+
+int64_t posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off)
+{
+	ssize_t r;
+
+	do
+		r = pread((int)f, buf, len, (off_t)off);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+int64_t posix_pwrite(sefer_file_t f, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t r;
+
+	do
+		r = pwrite((int)f, buf, len, (off_t)off);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+int posix_truncate(sefer_file_t f, uint64_t len)
+{
+	return ftruncate((int)f, (off_t)len) ? -errno : 0;
+}
+
+int64_t posix_file_size(sefer_file_t f)
+{
+	struct stat st;
+
+	return fstat((int)f, &st) ? -errno : (int64_t)st.st_size;
+}
+
+int posix_lock_file(sefer_file_t f)
+{
+	if (flock((int)f, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	return errno == EWOULDBLOCK ? -EWOULDBLOCK : -errno;
+}

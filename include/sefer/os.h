@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * struct sefer_os_ops: the one contract between sefer and an operating system.
+ *
+ * Exactly one backend (backends/<os>/) is built, chosen by Kconfig; it defines the constant
+ * instance `sefer_os`. The core never calls the OS any other way, so a port is one folder
+ * implementing this struct (Documentation/porting.rst).
+ *
+ * Who calls: the core's slow paths (segment reservation, purge, init, error reporting,
+ * thread exit) and persist/ (file ops). Never the malloc/free fast paths.
+ *
+ * Locks held: none of sefer's locks is held across any op, except that reserve/release/commit/
+ * decommit/purge may be called with the calling heap's (thread-local, uncontended) state in
+ * flux, and init() runs under the process-init lock. No op may call malloc or any function
+ * that may allocate through the C library (sefer may be that allocator).
+ *
+ * Failure: ops that can fail return false / NULL / negative errno as stated; they never abort
+ * and never print. A NULL slot means "not supported / no opinion": the core uses a default.
+ */
+#ifndef SEFER_OS_H
+#define SEFER_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Filled by init(). */
+struct sefer_os_info {
+	size_t page_size;	/* OS page size: unit of commit/decommit/purge */
+	size_t alloc_granularity; /* unit and alignment of reserve (64 KiB on Windows) */
+	int node_count;		/* NUMA nodes, >= 1 */
+	bool overcommit;	/* reserved memory may be touched without commit */
+};
+
+#define SEFER_NO_NODE (-1)
+
+/* Opaque file handle for persist: an fd on POSIX, a HANDLE on Windows. */
+typedef intptr_t sefer_file_t;
+#define SEFER_FILE_INVALID ((sefer_file_t)-1)
+
+/* Flags for open_file(). */
+#define SEFER_OPEN_CREATE 0x1	/* create if missing */
+#define SEFER_OPEN_EXCL 0x2	/* fail if it exists */
+
+struct sefer_os_ops {
+	const char *name;
+
+	/* Called once at process init, before any other op. Must not allocate. */
+	void (*init)(struct sefer_os_info *info);
+
+	/*
+	 * Reserve `size` bytes of address space aligned to `align` (a power of two, a multiple of
+	 * alloc_granularity), committed and readable/writable, reading as zero. `node` is a NUMA
+	 * node hint or SEFER_NO_NODE; the backend may ignore it (the numa policy binds
+	 * explicitly). Returns NULL on failure (the core sets errno = ENOMEM).
+	 */
+	void *(*reserve)(size_t size, size_t align, int node);
+
+	/* Release a whole reservation made by reserve(addr, size, ...). */
+	void (*release)(void *addr, size_t size);
+
+	/*
+	 * Make [addr, addr+size) usable again after decommit(). Sets *is_zero when the range is
+	 * known to read as zero. Returns false on failure. NULL slot: memory is always committed.
+	 */
+	bool (*commit)(void *addr, size_t size, bool *is_zero);
+
+	/* Return the physical memory of a range; it must be commit()ed before reuse. */
+	bool (*decommit)(void *addr, size_t size);
+
+	/*
+	 * Give the physical memory of a range back to the OS while keeping it usable. With
+	 * `eager` the RSS drops at once and the range reads as zero afterwards (returns true in
+	 * that case); otherwise the OS may reclaim lazily and the contents are undefined (returns
+	 * false). Returns whether the range now reads as zero.
+	 */
+	bool (*purge)(void *addr, size_t size, bool eager);
+
+	/* Bind [addr, addr+size) to `node` (strict: only that node). Returns 0 or -errno. */
+	int (*bind_node)(void *addr, size_t size, int node, bool strict);
+
+	/* The NUMA node of the calling thread's CPU, or SEFER_NO_NODE. */
+	int (*current_node)(void);
+
+	/* A monotonic clock in milliseconds. */
+	uint64_t (*clock_ms)(void);
+
+	/*
+	 * Copy the value of environment variable `name` into buf (NUL-terminated, truncated to
+	 * len). Returns false when unset. Must not allocate: safe before the C library is ready.
+	 */
+	bool (*getenv)(const char *name, char *buf, size_t len);
+
+	/* Write a message to the error stream (stderr). Must not allocate; may be partial. */
+	void (*write_err)(const char *msg, size_t len);
+
+	/* Fill buf with random bytes (for hardening keys); false if no source is available. */
+	bool (*random_bytes)(void *buf, size_t len);
+
+	/*
+	 * Arrange for fn(arg) to be called when the calling thread exits, with arg the value
+	 * passed in the latest call on that thread. Called once per thread, from the slow path.
+	 * Returns false if unsupported.
+	 */
+	bool (*thread_exit_hook)(void (*fn)(void *), void *arg);
+
+	/* A small integer id of the calling thread, for messages. */
+	uint64_t (*thread_id)(void);
+
+	/* ---- file operations (persist/) ---- */
+
+	/* Open or create a file for reading and writing. Returns a handle or -errno. */
+	sefer_file_t (*open_file)(const char *path, int flags);
+	void (*close_file)(sefer_file_t f);
+	/* Positional I/O. Return the byte count done (short counts are possible) or -errno. */
+	int64_t (*pread)(sefer_file_t f, void *buf, size_t len, uint64_t off);
+	int64_t (*pwrite)(sefer_file_t f, const void *buf, size_t len, uint64_t off);
+	/* Make every completed write durable (fdatasync, F_FULLFSYNC, FlushFileBuffers). */
+	int (*sync)(sefer_file_t f);
+	int (*truncate)(sefer_file_t f, uint64_t len);
+	/* File size in bytes, or -errno. */
+	int64_t (*file_size)(sefer_file_t f);
+	/* Take an exclusive lock on the whole file without waiting: 0, -EWOULDBLOCK, -errno. */
+	int (*lock_file)(sefer_file_t f);
+};
+
+/* The selected backend, defined in backends/<os>/. */
+extern const struct sefer_os_ops sefer_os;
+
+#endif /* SEFER_OS_H */
