@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Allocation slow paths and the calls built on malloc: calloc, realloc, aligned allocation,
+ * usable size. The fast paths are in alloc.h.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/init.h"
+
+static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t size)
+{
+	struct block *b = pg->free;
+	bool fresh = pg->is_zero;
+
+	alloc_from_page(heap, pg, b);
+	if (zero) {
+		if (fresh)
+			b->next = 0; /* carved from zeroed memory: only the link was written */
+		else
+			memset(b, 0, size);
+	}
+	return b;
+}
+
+void *malloc_slow(struct heap *heap, size_t size, bool zero)
+{
+	if (unlikely(heap == &heap_empty)) {
+		heap = heap_init_thread();
+		if (!heap) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	if (size > SMALL_MAX)
+		return large_alloc(heap, size, 0, zero);
+
+	unsigned bin = bin_index(size);
+	struct page *pg = page_find(heap, bin);
+
+	if (!pg) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+}
+
+/* Sizes above the direct table (and calloc of any size): bin queue, then the slow path. */
+void *malloc_generic(struct heap *heap, size_t size, bool zero)
+{
+	if (size <= SMALL_MAX) {
+		struct page *pg = heap->bins[bin_index(size)].first;
+
+		if (pg && pg->free)
+			return pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+	}
+	return malloc_slow(heap, size, zero);
+}
+
+void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
+{
+	struct segment *seg;
+	bool is_zero = true;
+
+	if (size > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	seg = policy_large_alloc(heap, size, align, &is_zero);
+	if (!seg) {
+		seg = segment_alloc_large(heap, size, align);
+		if (!seg) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		is_zero = seg->large_zero;
+	}
+	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
+	seg->large_zero = false;
+	heap_stat_inc(heap, large_allocs);
+	heap_stat_inc(heap, mallocs);
+	if (zero && !is_zero)
+		memset(seg->large_block, 0, size);
+	return seg->large_block;
+}
+
+void *calloc_checked(size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return malloc_generic(heap_get(), total, true);
+}
+
+size_t usable_size_any(const void *p)
+{
+	struct segment *seg = segment_of(p);
+
+	if (!p || !segtab_contains(seg))
+		return 0;
+	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
+		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
+	struct page *pg = page_of(seg, p);
+
+	if (!pg->block_size)
+		return 0;
+	return pg->block_size - ((size_t)((const uint8_t *)p - pg->start) % pg->block_size);
+}
+
+void *realloc_any(void *p, size_t size)
+{
+	if (!p)
+		return sefer_malloc_inline(size);
+	if (size == 0) {
+		/* glibc's behaviour, which programs replacing it rely on: free and return NULL. */
+		sefer_free_inline(p);
+		return NULL;
+	}
+	if (!segtab_contains(segment_of(p))) {
+		report_error("realloc", p, "not allocated by sefer");
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t avail = usable_size_any(p);
+
+	/* In place when it fits and would not waste more than half the block. */
+	if (size <= avail && size >= avail / 2)
+		return p;
+	void *q = sefer_malloc_inline(size);
+
+	if (!q)
+		return NULL;
+	memcpy(q, p, size < avail ? size : avail);
+	sefer_free_inline(p);
+	return q;
+}
+
+/*
+ * Aligned allocation without waste beyond the alignment. Spans start on sefer-page
+ * boundaries, and a size class that is a multiple of `align` keeps every block aligned; the
+ * class of align_up(size, align) always is one (see Documentation/architecture.rst), so small
+ * requests need no interior pointers. Larger alignments get a large segment whose block is
+ * placed at an aligned offset.
+ */
+void *aligned_any(size_t align, size_t size)
+{
+	if (align <= GRANULE)
+		return sefer_malloc_inline(size);
+	if (!is_pow2(align) || align > SEGMENT_SIZE / 2 || size > PTRDIFF_MAX) {
+		errno = is_pow2(align) ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	size_t n = align_up(size ? size : 1, align);
+
+	if (n <= SMALL_MAX && align <= SPAGE_SIZE)
+		return sefer_malloc_inline(n);
+	struct heap *heap = heap_get();
+
+	if (heap == &heap_empty && !(heap = heap_init_thread())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return large_alloc(heap, size, align, false);
+}

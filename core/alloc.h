@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fast paths, inlined into both faces (sefer_* and the malloc family).
+ *
+ * malloc (size <= DIRECT_MAX): TLS heap -> direct[size/16] -> page -> pop page->free.
+ * free: segment_of(p) -> segment-table bit -> page_of -> owner == my heap ? push local_free :
+ *       slow path (cross-thread push, large object, full page).
+ * No lock, no atomic read-modify-write, no indirect call: see the disassembly in
+ * Documentation/architecture.rst. Everything else is in noinline functions.
+ */
+#ifndef SEFER_CORE_ALLOC_H
+#define SEFER_CORE_ALLOC_H
+
+#include "core/heap.h"
+#include "core/segtab.h"
+
+void *malloc_slow(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
+void *malloc_generic(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
+void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p) SEFER_INTERNAL noinline;
+void free_foreign(const void *p) SEFER_INTERNAL noinline;
+void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
+		      struct block *b) SEFER_INTERNAL;
+void *calloc_checked(size_t n, size_t size) SEFER_INTERNAL;
+void *realloc_any(void *p, size_t size) SEFER_INTERNAL;
+void *aligned_any(size_t align, size_t size) SEFER_INTERNAL;
+size_t usable_size_any(const void *p) SEFER_INTERNAL;
+void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero) SEFER_INTERNAL;
+void large_free(struct segment *seg, void *p) SEFER_INTERNAL;
+
+static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
+{
+	pg->free = block_next(pg, b);
+	pg->used++;
+	live_set(segment_of(b), b);
+	heap_stat_inc(heap, mallocs);
+	return b;
+}
+
+static always_inline void *sefer_malloc_inline(size_t size)
+{
+	struct heap *heap = heap_get();
+	void *p = policy_small_alloc(heap, size);
+
+	if (p)
+		return p;
+	if (likely(size <= DIRECT_MAX)) {
+		struct page *pg = heap->direct[(size + GRANULE - 1) >> GRANULE_SHIFT];
+		struct block *b = pg->free;
+
+		if (likely(b))
+			return alloc_from_page(heap, pg, b);
+		return malloc_slow(heap, size, false);
+	}
+	return malloc_generic(heap, size, false);
+}
+
+static always_inline void sefer_free_inline(void *p)
+{
+	struct segment *seg = segment_of(p);
+
+	if (unlikely(!segtab_contains(seg))) {
+		free_foreign(p);
+		return;
+	}
+	struct heap *heap = heap_get();
+	struct page *pg = page_of(seg, p);
+
+	if (likely(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap &&
+		   !pg->flags)) {
+		struct block *b = p;
+
+		if (unlikely(!live_clear(seg, b))) {
+			free_slow(heap, seg, pg, p); /* reports the double or invalid free */
+			return;
+		}
+		if (policy_small_free(heap, pg, p))
+			return;
+		heap_stat_inc(heap, frees);
+		block_set_next(b, pg->local_free);
+		pg->local_free = b;
+		if (unlikely(--pg->used == 0))
+			page_retire(heap, pg);
+		return;
+	}
+	free_slow(heap, seg, pg, p);
+}
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/* The prefixed API (include/sefer.h). The malloc family in face.c shares these paths. */
+#include <errno.h>
+
+#include "core/alloc.h"
+#include "core/init.h"
+#include "sefer.h"
+
+SEFER_API void *sefer_malloc(size_t size)
+{
+	return sefer_malloc_inline(size);
+}
+
+SEFER_API void sefer_free(void *p)
+{
+	sefer_free_inline(p);
+}
+
+SEFER_API void *sefer_calloc(size_t n, size_t size)
+{
+	return calloc_checked(n, size);
+}
+
+SEFER_API void *sefer_realloc(void *p, size_t size)
+{
+	return realloc_any(p, size);
+}
+
+SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc_any(p, total);
+}
+
+SEFER_API void *sefer_aligned_alloc(size_t alignment, size_t size)
+{
+	return aligned_any(alignment, size);
+}
+
+SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size)
+{
+	void *p;
+
+	if (!is_pow2(alignment) || alignment % sizeof(void *))
+		return EINVAL;
+	p = aligned_any(alignment, size);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+SEFER_API void *sefer_memalign(size_t alignment, size_t size)
+{
+	return aligned_any(alignment, size);
+}
+
+SEFER_API void *sefer_valloc(size_t size)
+{
+	process_init();
+	return aligned_any(sefer_os_info.page_size, size);
+}
+
+SEFER_API void *sefer_pvalloc(size_t size)
+{
+	size_t ps;
+
+	process_init();
+	ps = sefer_os_info.page_size;
+	if (size > SIZE_MAX - ps) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return aligned_any(ps, align_up(size ? size : 1, ps));
+}
+
+SEFER_API size_t sefer_usable_size(const void *p)
+{
+	return usable_size_any(p);
+}
+
+SEFER_API size_t sefer_max_alignment(void)
+{
+	return SEGMENT_SIZE / 2;
+}
+
+SEFER_API bool sefer_owns(const void *p)
+{
+	return p && segtab_contains(segment_of(p));
+}
+
+SEFER_API void sefer_collect(bool force)
+{
+	struct heap *heap = heap_get();
+
+	if (heap != &heap_empty)
+		heap_collect(heap, force);
+}
+
+SEFER_API void sefer_thread_done(void)
+{
+	struct heap *heap = heap_get();
+
+	if (heap != &heap_empty)
+		heap_abandon(heap);
+}
+
+SEFER_API const char *sefer_version(void)
+{
+	return "sefer 0.1";
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sefer_check_heap(): the invariants of segment.h, checked by walking the registry. Segments
+ * owned by the calling thread (or abandoned) are checked in full; those of other live threads
+ * only in their immutable parts, since their owners change them meanwhile.
+ */
+#include "core/error.h"
+#include "core/heap.h"
+#include "sefer.h"
+
+struct check_ctx {
+	struct heap *me;
+	size_t problems;
+	size_t segments;
+};
+
+static void problem(struct check_ctx *c, const char *what, const void *where)
+{
+	sefer_message("check: %s at %p", what, where);
+	c->problems++;
+}
+
+static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
+{
+	size_t n = 0, span = page_span_bytes(pg);
+
+	for (; b; b = block_next(pg, b)) {
+		size_t off = (size_t)((uint8_t *)b - pg->start);
+
+		if (off >= span || off % pg->block_size) {
+			problem(c, "free-list entry outside its page or misaligned", b);
+			break;
+		}
+		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && live_test(segment_of(pg), b))
+			problem(c, "free block marked live", b);
+		if (++n > pg->capacity) {
+			problem(c, "free list longer than the page (cycle)", pg);
+			break;
+		}
+	}
+	return n;
+}
+
+static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg, size_t idx)
+{
+	for (size_t i = idx; i < idx + pg->span; i++)
+		if (seg->page_head[i] != idx)
+			problem(c, "page map does not point at the span head", &seg->pages[i]);
+	if (pg->block_size != bin_block_size(pg->bin) ||
+	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||
+	    pg->used > pg->reserved)
+		problem(c, "page descriptor inconsistent", pg);
+	size_t nfree = walk_list(c, pg, pg->free) + walk_list(c, pg, pg->local_free);
+
+	if (!IS_ENABLED(CONFIG_POLICY_FASTBIN) && nfree + pg->used != pg->reserved)
+		problem(c, "free + used blocks differ from carved blocks", pg);
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	size_t live = 0;
+
+	for (size_t i = 0; i < pg->reserved; i++)
+		live += live_test(seg, pg->start + i * pg->block_size);
+	if (!IS_ENABLED(CONFIG_POLICY_FASTBIN) && live != pg->used)
+		problem(c, "live bitmap disagrees with the used count", pg);
+#endif
+}
+
+static void check_segment(struct sync_node *n, void *arg)
+{
+	struct check_ctx *c = arg;
+	struct segment *seg = (struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
+	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
+
+	c->segments++;
+	if (seg->cookie != ((uintptr_t)seg ^ sefer_list_key))
+		problem(c, "segment header cookie overwritten", seg);
+	if (seg->kind == SEG_LARGE) {
+		if (owner != LARGE_OWNER || seg->large_block < (uint8_t *)seg ||
+		    seg->large_block + seg->large_size > (uint8_t *)seg + seg->size)
+			problem(c, "large segment header inconsistent", seg);
+		return;
+	}
+	if (seg->kind != SEG_SMALL) {
+		problem(c, "segment kind unknown", seg);
+		return;
+	}
+	if (owner != c->me && owner != NULL)
+		return;
+	size_t used = 0;
+	struct page *pg;
+
+	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;) {
+		pg = &seg->pages[idx];
+		if (!pg->span) {
+			if (!(seg->free_pages >> idx & 1))
+				problem(c, "slot in no span but not free", pg);
+			idx++;
+			continue;
+		}
+		if (seg->free_pages >> idx & 1)
+			problem(c, "span head marked free", pg);
+		check_page(c, seg, pg, idx);
+		used += pg->span;
+		idx += pg->span;
+	}
+	if (used != seg->used_pages)
+		problem(c, "used page count wrong", seg);
+}
+
+SEFER_API size_t sefer_check_heap(void)
+{
+	struct check_ctx c = { heap_get(), 0, 0 };
+
+	sync_registry_walk(check_segment, &c);
+	return c.problems;
+}

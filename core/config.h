@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Build-time constants derived from Kconfig, and small compiler helpers used everywhere. */
+#ifndef SEFER_CORE_CONFIG_H
+#define SEFER_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* IS_ENABLED(CONFIG_FOO): 1 when CONFIG_FOO is defined to 1 by autoconf.h, else 0. */
+#define __SEFER_ARG_PLACEHOLDER_1 0,
+#define __sefer_take_second(ignored, val, ...) val
+#define __sefer_is_defined(x) ___sefer_is_defined(x)
+#define ___sefer_is_defined(val) ____sefer_is_defined(__SEFER_ARG_PLACEHOLDER_##val)
+#define ____sefer_is_defined(arg1_or_junk) __sefer_take_second(arg1_or_junk 1, 0, 0)
+#define IS_ENABLED(option) __sefer_is_defined(option)
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define noinline __attribute__((__noinline__))
+#define __cold __attribute__((__cold__)) __attribute__((__noinline__))
+#define always_inline inline __attribute__((always_inline))
+#define CACHELINE 64
+#define cacheline_aligned __attribute__((aligned(CACHELINE)))
+#define SEFER_INTERNAL __attribute__((visibility("hidden")))
+
+#define SEGMENT_SHIFT CONFIG_SEGMENT_SHIFT
+#define SEGMENT_SIZE ((size_t)1 << SEGMENT_SHIFT)
+#define SEGMENT_MASK (SEGMENT_SIZE - 1)
+#define SPAGE_SHIFT CONFIG_PAGE_SHIFT /* a sefer page, not the OS page */
+#define SPAGE_SIZE ((size_t)1 << SPAGE_SHIFT)
+#define PAGES_PER_SEGMENT (SEGMENT_SIZE >> SPAGE_SHIFT)
+#define GRANULE_SHIFT 4 /* every block is 16-byte aligned */
+#define GRANULE ((size_t)1 << GRANULE_SHIFT)
+
+#if CONFIG_SEGMENT_SHIFT - CONFIG_PAGE_SHIFT < 3 || CONFIG_SEGMENT_SHIFT - CONFIG_PAGE_SHIFT > 6
+#error "CONFIG_SEGMENT_SHIFT - CONFIG_PAGE_SHIFT must be 3..6 (8 to 64 pages per segment)"
+#endif
+
+static inline size_t align_up(size_t n, size_t a)
+{
+	return (n + a - 1) & ~(a - 1);
+}
+
+static inline bool is_pow2(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+#endif

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Messages and error reports, formatted without allocating (sefer may be malloc itself). */
+#ifndef SEFER_CORE_ERROR_H
+#define SEFER_CORE_ERROR_H
+
+#include <stdarg.h>
+
+#include "core/config.h"
+
+/*
+ * printf subset: %s %c %d %u %x %p %zu %zx %lu %llu %ld %lld %lx %llx %%. Writes "sefer: " and
+ * the message to the error stream in one write.
+ */
+void sefer_message(const char *fmt, ...) SEFER_INTERNAL __attribute__((format(printf, 1, 2)));
+void sefer_vformat(char *buf, size_t len, const char *fmt, va_list ap) SEFER_INTERNAL;
+void sefer_format(char *buf, size_t len, const char *fmt, ...)
+	SEFER_INTERNAL __attribute__((format(printf, 3, 4)));
+
+/*
+ * A heap misuse by the program (double free, invalid pointer): report it with the address and
+ * the reason, then abort unless SEFER_ON_ERROR=warn. With warn, the call that detected it
+ * returns without touching the heap.
+ */
+void report_error(const char *what, const void *p, const char *reason) SEFER_INTERNAL __cold;
+
+/* An internal invariant was found broken (heap corruption): report and abort. */
+void report_corruption(const char *what, const void *p) SEFER_INTERNAL __cold __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
+ *
+ * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
+ * protocol). With CONFIG_DEBUG_DOUBLE_FREE a pushed block carries a cookie in its second word
+ * until its owner collects it, so a second cross-thread free of the same block before that is
+ * caught in O(1) too; after collection the live bitmap catches it.
+ */
+#include <errno.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/init.h"
+#include "core/stats.h"
+
+static inline uintptr_t pending_cookie(const void *b)
+{
+	return (uintptr_t)b ^ sefer_list_key ^ (uintptr_t)0x5efe5efe5efe5efeULL;
+}
+
+/* Why p (in a live small segment) is not a freeable block. */
+static const char *invalid_reason(struct segment *seg, const void *p, bool *is_double)
+{
+	struct page *pg = page_of(seg, p);
+
+	*is_double = false;
+	if (!pg->span || !pg->block_size || (const uint8_t *)p < pg->start)
+		return "not inside an allocated block";
+	if (((size_t)((const uint8_t *)p - pg->start)) % pg->block_size)
+		return "pointer to the inside of a block";
+	*is_double = true;
+	return "block is already free";
+}
+
+static __cold void report_bad_free(struct segment *seg, const void *p)
+{
+	bool dbl;
+	const char *why = invalid_reason(seg, p, &dbl);
+
+	report_error(dbl ? "double free" : "invalid free", p, why);
+}
+
+void free_foreign(const void *p)
+{
+	if (!p)
+		return;
+	report_error("invalid free", p, "not allocated by sefer");
+}
+
+void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
+{
+	heap_stat_inc(heap, frees);
+	block_set_next(b, pg->local_free);
+	pg->local_free = b;
+	pg->used--;
+	if (pg->flags & PAGE_FULL)
+		page_unfull(heap, pg);
+	if (pg->used == 0)
+		page_retire(heap, pg);
+}
+
+void large_free(struct segment *seg, void *p)
+{
+	struct heap *heap = heap_get();
+
+	if (p != seg->large_block) {
+		report_error("invalid free", p, "pointer to the inside of a large block");
+		return;
+	}
+	if (!atomic_exchange_explicit(&seg->large_live, 0, memory_order_relaxed)) {
+		report_error("double free", p, "large block is already free");
+		return;
+	}
+	if (heap != &heap_empty)
+		heap_stat_inc(heap, frees);
+	if (policy_large_free(heap, seg))
+		return;
+	segment_release(seg);
+}
+
+static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		uintptr_t *w = (uintptr_t *)b;
+
+		if (!live_test(seg, b)) {
+			report_bad_free(seg, b);
+			return;
+		}
+		if (w[1] == pending_cookie(b)) {
+			report_error("double free", b, "block is already free (cross-thread, pending)");
+			return;
+		}
+		w[1] = pending_cookie(b);
+	}
+	if (heap != &heap_empty) {
+		heap_stat_inc(heap, frees);
+		heap_stat_inc(heap, xthread_frees);
+	}
+
+	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed), tag, next;
+
+	do {
+		tag = old & XT_MASK;
+		block_set_next(b, (struct block *)(old & ~XT_MASK));
+		next = (uintptr_t)b | (tag == XT_FULL ? XT_FREEING : tag);
+		/* release: the owner's acquire in collect sees the link written above. */
+	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, next, memory_order_release,
+							 memory_order_relaxed));
+	if (tag != XT_FULL)
+		return;
+
+	/* We moved the page FULL -> FREEING: tell its owner, which cannot change meanwhile. */
+	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
+	struct page *head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
+
+	do
+		pg->delayed_next = head;
+	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg, memory_order_release,
+						       memory_order_relaxed));
+	old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+	while ((old & XT_MASK) == XT_FREEING &&
+	       !atomic_compare_exchange_weak_explicit(&pg->xthread, &old,
+						      (old & ~XT_MASK) | XT_NOTIFIED,
+						      memory_order_release, memory_order_relaxed))
+		;
+}
+
+void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p)
+{
+	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
+
+	if (owner == LARGE_OWNER) {
+		large_free(seg, p);
+		return;
+	}
+	if (owner == heap) {
+		/* Local but not plain: a full page, or the live bit is already clear. */
+		if (!pg->flags || !live_clear(seg, p)) {
+			if (!live_test(seg, p))
+				report_bad_free(seg, p);
+			return;
+		}
+		free_local_block(heap, seg, pg, p);
+		return;
+	}
+	if (!owner) {
+		/* Abandoned by an exited thread: adopt it, then the free is local. */
+		if (heap == &heap_empty)
+			heap = heap_init_thread();
+		if (heap) {
+			struct heap *expect = NULL;
+
+			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
+								    memory_order_acquire,
+								    memory_order_relaxed)) {
+				abandoned_remove(seg);
+				heap_adopt_segment(heap, seg);
+				stat_add(&sefer_gstats.reclaimed, NULL, 1);
+				if (!live_clear(seg, p)) {
+					report_bad_free(seg, p);
+					return;
+				}
+				free_local_block(heap, seg, pg, p);
+				return;
+			}
+		} else {
+			heap = &heap_empty;
+		}
+	}
+	xthread_free(heap, seg, pg, p);
+}

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Heaps: creation, thread exit (abandonment), adoption of abandoned segments, the heap pool.
+ *
+ * Lock order (outermost first): pool_lock -> abandoned_lock -> registry lock (sync.h).
+ *   pool_lock       protects the pool of exited heaps and the list of all heaps.
+ *   abandoned_lock  protects the abandoned-segment list (segments with owner == NULL).
+ * A segment leaves the abandoned list only after a thread won the CAS owner NULL -> heap, so
+ * exactly one thread adopts it.
+ */
+#include <string.h>
+
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/init.h"
+#include "core/lock.h"
+#include "core/options.h"
+#include "core/stats.h"
+#include "sefer/os.h"
+
+struct page page_empty;
+struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty } };
+__thread struct heap *sefer_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+
+static struct spinlock pool_lock = SPINLOCK_INIT;
+static struct heap *heap_pool;
+static struct heap *heap_all;
+static struct spinlock abandoned_lock = SPINLOCK_INIT;
+static struct segment *abandoned;
+
+static void heap_reset(struct heap *heap)
+{
+	for (size_t i = 0; i < DIRECT_SLOTS; i++)
+		heap->direct[i] = &page_empty;
+	memset(heap->bins, 0, sizeof(heap->bins));
+	memset(&heap->full, 0, sizeof(heap->full));
+	heap->segments = heap->full_segments = heap->cache = NULL;
+	heap->ncache = 0;
+	heap->next_purge = 0;
+	memset(&heap->policy, 0, sizeof(heap->policy));
+}
+
+static void heap_thread_exit(void *arg)
+{
+	struct heap *heap = arg;
+
+	if (heap && heap == sefer_heap)
+		heap_abandon(heap);
+}
+
+struct heap *heap_init_thread(void)
+{
+	struct heap *heap;
+
+	process_init();
+	if (sefer_heap != &heap_empty)
+		return sefer_heap; /* made while process_init() ran (recursive allocation) */
+	spin_lock(&pool_lock);
+	heap = heap_pool;
+	if (heap)
+		heap_pool = heap->next_free;
+	spin_unlock(&pool_lock);
+	if (!heap) {
+		size_t size = align_up(sizeof(struct heap), sefer_os_info.page_size);
+
+		heap = sefer_os.reserve(size, sefer_os_info.alloc_granularity, SEFER_NO_NODE);
+		if (!heap)
+			return NULL;
+		spin_lock(&pool_lock);
+		heap->next_all = heap_all;
+		heap_all = heap;
+		spin_unlock(&pool_lock);
+		stat_add(&sefer_gstats.threads, NULL, 1);
+	}
+	heap_reset(heap);
+	heap->tid = sefer_os.thread_id();
+	heap->live = true;
+	sefer_heap = heap;
+	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
+	sefer_os.thread_exit_hook(heap_thread_exit, heap);
+	return heap;
+}
+
+/* Every span head of a small segment. */
+#define for_each_span(seg, pg, idx)                                                          \
+	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;                                 \
+	     idx += (seg)->pages[idx].span ? (seg)->pages[idx].span : 1)                       \
+		if (((pg) = &(seg)->pages[idx])->span)
+
+static void segment_mark_never(struct segment *seg)
+{
+	struct page *pg;
+
+	for_each_span(seg, pg, idx) {
+		uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+		for (;;) {
+			if ((old & XT_MASK) == XT_FREEING) {
+				cpu_relax();
+				old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+				continue;
+			}
+			if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old,
+								  (old & ~XT_MASK) | XT_NEVER,
+								  memory_order_acq_rel,
+								  memory_order_relaxed))
+				break;
+		}
+	}
+}
+
+static void abandon_segments(struct heap *heap, struct segment *list)
+{
+	struct segment *seg, *next;
+
+	for (seg = list; seg; seg = next) {
+		next = seg->next;
+		spin_lock(&abandoned_lock);
+		seg->prev = NULL;
+		seg->next = abandoned;
+		if (abandoned)
+			abandoned->prev = seg;
+		abandoned = seg;
+		/* release: an adopter that wins the CAS sees every page as we left it. */
+		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
+		spin_unlock(&abandoned_lock);
+		stat_add(&sefer_gstats.abandoned, NULL, 1);
+	}
+}
+
+void heap_abandon(struct heap *heap)
+{
+	struct segment *lists[2] = { heap->segments, heap->full_segments };
+
+	/* 1. No pusher may link a page into our delayed list any more. */
+	for (int l = 0; l < 2; l++)
+		for (struct segment *seg = lists[l]; seg; seg = seg->next)
+			segment_mark_never(seg);
+	/* 2. Forget the delayed list (every page on it is ours and handled below). */
+	atomic_store_explicit(&heap->delayed, NULL, memory_order_relaxed);
+	/* 3. Collect everything, give back empty pages and segments. */
+	heap->live = false;
+	while (heap->full.first) {
+		struct page *pg = heap->full.first;
+
+		queue_remove(&heap->full, pg);
+		pg->flags &= (uint16_t)~PAGE_FULL;
+		queue_push_back(&heap->bins[pg->bin], pg);
+	}
+	policy_heap_exit_all(heap);
+	for (unsigned bin = 1; bin < NBINS; bin++) {
+		struct page *pg, *next;
+
+		for (pg = heap->bins[bin].first; pg; pg = next) {
+			next = pg->next;
+			page_collect(pg);
+			if (pg->used == 0) {
+				queue_remove(&heap->bins[bin], pg);
+				span_free(heap, pg);
+			}
+		}
+	}
+	while (heap->cache) {
+		struct segment *seg = heap->cache;
+
+		heap->cache = seg->next;
+		segment_release(seg);
+	}
+	for (struct segment *seg = heap->segments; seg; seg = seg->next)
+		segment_purge(heap, seg, 0, true);
+	for (struct segment *seg = heap->full_segments; seg; seg = seg->next)
+		segment_purge(heap, seg, 0, true);
+	/* 4. What still holds live blocks goes to the abandoned list. */
+	abandon_segments(heap, heap->segments);
+	abandon_segments(heap, heap->full_segments);
+	heap_reset(heap);
+	sefer_heap = &heap_empty;
+	spin_lock(&pool_lock);
+	heap->next_free = heap_pool;
+	heap_pool = heap;
+	spin_unlock(&pool_lock);
+}
+
+void abandoned_remove(struct segment *seg)
+{
+	spin_lock(&abandoned_lock);
+	if (seg->prev)
+		seg->prev->next = seg->next;
+	else
+		abandoned = seg->next;
+	if (seg->next)
+		seg->next->prev = seg->prev;
+	seg->next = seg->prev = NULL;
+	spin_unlock(&abandoned_lock);
+	stat_add(&sefer_gstats.abandoned, NULL, -1);
+}
+
+/* Adopt some abandoned segment with free page slots for heap; NULL if none. */
+struct segment *abandoned_pop(struct heap *heap)
+{
+	struct segment *seg;
+
+	if (!__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+		return NULL;
+	spin_lock(&abandoned_lock);
+	for (seg = abandoned; seg; seg = seg->next) {
+		struct heap *expect = NULL;
+
+		if (seg->free_pages &&
+		    atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
+							    memory_order_acquire, memory_order_relaxed))
+			break;
+	}
+	spin_unlock(&abandoned_lock);
+	if (!seg)
+		return NULL;
+	abandoned_remove(seg);
+	stat_add(&sefer_gstats.reclaimed, NULL, 1);
+	/* It may have become empty and been cached or released. */
+	return heap_adopt_segment(heap, seg) && seg->has_space ? seg : NULL;
+}
+
+/*
+ * Take over seg (owner already set to heap): collect its frees, queue its pages, free the
+ * empty ones. Returns false if that emptied the segment (it is then cached or unmapped).
+ */
+bool heap_adopt_segment(struct heap *heap, struct segment *seg)
+{
+	struct page *pg;
+
+	seg->has_space = seg->free_pages != 0;
+	seg->prev = NULL;
+	seg->next = seg->has_space ? heap->segments : heap->full_segments;
+	if (seg->next)
+		seg->next->prev = seg;
+	if (seg->has_space)
+		heap->segments = seg;
+	else
+		heap->full_segments = seg;
+	seg->purge_at = 0;
+	for_each_span(seg, pg, idx) {
+		pg->delayed_next = NULL;
+		pg->flags = 0;
+		page_collect_xthread(pg, XT_NORMAL);
+		queue_push_back(&heap->bins[pg->bin], pg);
+		heap_direct_update(heap, pg->bin);
+	}
+	for_each_span(seg, pg, idx) {
+		if (pg->used == 0) {
+			bool last = seg->used_pages == pg->span;
+
+			queue_remove(&heap->bins[pg->bin], pg);
+			heap_direct_update(heap, pg->bin);
+			span_free(heap, pg); /* on the last span this frees the segment */
+			if (last)
+				return false;
+		}
+	}
+	return true;
+}
+
+void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
+{
+	spin_lock(&pool_lock);
+	for (struct heap *h = heap_all; h; h = h->next_all)
+		fn(h, arg);
+	spin_unlock(&pool_lock);
+}
+
+void heap_fork_prepare(void)
+{
+	spin_lock(&pool_lock);
+	spin_lock(&abandoned_lock);
+}
+
+void heap_fork_parent(void)
+{
+	spin_unlock(&abandoned_lock);
+	spin_unlock(&pool_lock);
+}
+
+void heap_fork_child(void)
+{
+	spin_reset(&abandoned_lock);
+	spin_reset(&pool_lock);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Heaps: one per thread, found through an initial-exec TLS pointer.
+ *
+ * Before a thread's first allocation its TLS pointer is &heap_empty, a static heap whose
+ * direct table points at a page with no free block, so the malloc fast path needs no
+ * initialisation check: the first call falls into the slow path, which creates the heap.
+ *
+ * A heap owns small segments (owner == heap) and their pages. All its fields are the owning
+ * thread's alone, except `delayed` (other threads push full pages that received a cross-
+ * thread free). Heap structs are never unmapped: at thread exit a heap is abandoned (its
+ * segments handed to the abandoned list) and the struct goes to a pool for the next thread.
+ *
+ * Lock order (outermost first): heap_pool_lock -> abandoned_lock -> registry lock.
+ */
+#ifndef SEFER_CORE_HEAP_H
+#define SEFER_CORE_HEAP_H
+
+#include "core/policy.h"
+#include "core/segment.h"
+
+struct page_queue {
+	struct page *first, *last;
+};
+
+struct heap_stats {
+	uint64_t mallocs, frees, xthread_frees, large_allocs;
+};
+
+struct heap {
+	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
+	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
+	struct page_queue full;		   /* pages with none, waiting for frees */
+	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
+	struct segment *segments;			  /* small segments with free page slots */
+	struct segment *full_segments;			  /* small segments with none */
+	struct segment *cache;				  /* empty segments kept for reuse */
+	unsigned ncache;
+	bool live;
+	uint64_t tid;
+	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
+	struct heap_stats stats;
+	struct policy_heap policy; /* per-heap state of the enabled policies */
+	struct heap *next_all;	   /* every heap ever made (stats) */
+	struct heap *next_free;	   /* pool of heaps of exited threads */
+} cacheline_aligned;
+
+extern struct heap heap_empty SEFER_INTERNAL;
+extern struct page page_empty SEFER_INTERNAL;
+extern __thread struct heap *sefer_heap SEFER_INTERNAL __attribute__((tls_model("initial-exec")));
+
+static always_inline struct heap *heap_get(void)
+{
+	return sefer_heap;
+}
+
+#if IS_ENABLED(CONFIG_STATS)
+#define heap_stat_inc(h, field) ((h)->stats.field++)
+#else
+#define heap_stat_inc(h, field) ((void)(h))
+#endif
+
+/* heap.c */
+struct heap *heap_init_thread(void) SEFER_INTERNAL;
+void heap_abandon(struct heap *heap) SEFER_INTERNAL;
+bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
+struct segment *abandoned_pop(struct heap *heap) SEFER_INTERNAL;
+void abandoned_remove(struct segment *seg) SEFER_INTERNAL;
+void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
+void heap_fork_prepare(void) SEFER_INTERNAL;
+void heap_fork_parent(void) SEFER_INTERNAL;
+void heap_fork_child(void) SEFER_INTERNAL;
+
+/* page.c */
+void queue_push_front(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
+void queue_push_back(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
+void queue_remove(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
+void heap_direct_update(struct heap *heap, unsigned bin) SEFER_INTERNAL;
+struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
+void page_collect(struct page *pg) SEFER_INTERNAL;
+bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
+void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
+void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
+void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;
+void heap_collect(struct heap *heap, bool force) SEFER_INTERNAL;
+
+#endif

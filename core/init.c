@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Process init: OS info, options, hardening key, policies, fork handlers.
+ *
+ * Runs from a constructor and, if malloc is called earlier (another library's constructor),
+ * from the first slow path. One thread initialises; others wait on init_state; the
+ * initialising thread itself may recurse into malloc (pthread_atfork can allocate) and is let
+ * through, since everything the allocator needs was set up before that call.
+ *
+ * Fork: prepare takes every global lock in lock order (heap pool, abandoned list, registry),
+ * so the child starts with consistent lists; the child resets them.
+ */
+#include <pthread.h>
+
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/lock.h"
+#include "core/init.h"
+#include "core/options.h"
+#include "core/stats.h"
+
+struct sefer_os_info sefer_os_info = { 4096, 4096, 1, true };
+uintptr_t sefer_list_key;
+
+static atomic_int init_state; /* 0 not started, 1 running, 2 done */
+static __thread bool in_init __attribute__((tls_model("initial-exec")));
+
+static void fork_prepare(void)
+{
+	heap_fork_prepare();
+	sync_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	sync_fork_parent();
+	heap_fork_parent();
+}
+
+static void fork_child(void)
+{
+	sync_fork_child();
+	heap_fork_child();
+}
+
+void list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
+{
+	(void)pg;
+	(void)bad;
+	report_corruption("free-list link overwritten (use after free or overflow)", b);
+}
+
+void process_init(void)
+{
+	int expect = 0;
+
+	if (likely(atomic_load_explicit(&init_state, memory_order_acquire) == 2) || in_init)
+		return;
+	if (!atomic_compare_exchange_strong_explicit(&init_state, &expect, 1, memory_order_acquire,
+						     memory_order_acquire)) {
+		while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+			cpu_relax();
+		return;
+	}
+	in_init = true;
+	sefer_os.init(&sefer_os_info);
+	options_init();
+	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_list_key, sizeof(sefer_list_key)))
+		sefer_list_key = (uintptr_t)&sefer_list_key ^ (uintptr_t)sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
+	sefer_list_key |= 1;
+	policy_init_all();
+#ifndef _WIN32
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+#else
+	(void)fork_prepare;
+	(void)fork_parent;
+	(void)fork_child;
+#endif
+	if (sefer_opt.verbose)
+		sefer_message("initialised: backend %s, %zu KiB segments, %zu KiB pages, %d node(s)",
+			      sefer_os.name, SEGMENT_SIZE >> 10, SPAGE_SIZE >> 10,
+			      sefer_os_info.node_count);
+	in_init = false;
+	atomic_store_explicit(&init_state, 2, memory_order_release);
+}
+
+__attribute__((constructor)) static void sefer_constructor(void)
+{
+	process_init();
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small spinlock for sefer's few global slow-path lists (heap pool, abandoned segments,
+ * segment registry writers). Portable C11, no OS call, safe to reset in a fork child.
+ * Critical sections are a handful of pointer updates; waiters back off with the CPU's pause.
+ */
+#ifndef SEFER_CORE_LOCK_H
+#define SEFER_CORE_LOCK_H
+
+#include <stdatomic.h>
+
+#include "core/config.h"
+
+struct spinlock {
+	atomic_int v;
+};
+#define SPINLOCK_INIT { 0 }
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static inline void spin_lock(struct spinlock *l)
+{
+	for (;;) {
+		/* acquire: the critical section sees every write made under the previous holder. */
+		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+			return;
+		while (atomic_load_explicit(&l->v, memory_order_relaxed))
+			cpu_relax();
+	}
+}
+
+static inline void spin_unlock(struct spinlock *l)
+{
+	/* release: publishes the critical section's writes to the next acquirer. */
+	atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
+/* In a fork child only the forking thread exists: locks held at fork are reset. */
+static inline void spin_reset(struct spinlock *l)
+{
+	atomic_store_explicit(&l->v, 0, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pages: bin queues, the direct table, carving, collecting frees, full pages.
+ *
+ * Owner thread only, no locks. The one shared field is page->xthread, a list of blocks freed
+ * by other threads whose low two bits carry a tag (segment.h):
+ *
+ *   NORMAL  -> FULL      owner, when it moves the page to heap->full (list empty)
+ *   FULL    -> NORMAL    owner, when a local free takes the page out of full
+ *   FULL    -> FREEING   the first pusher after the page went full; it then links the page
+ *                        into the owner's delayed list ...
+ *   FREEING -> NOTIFIED  ... and says so. Owners wait while FREEING (it is a few stores).
+ *   NOTIFIED -> NORMAL   owner, draining its delayed list (heap_drain_delayed)
+ *   any     -> NEVER     owner abandoning the heap (waits out FREEING first)
+ *   NEVER   -> NORMAL    a thread adopting the segment
+ *
+ * So a page is on a delayed list at most once, and only on its current owner's.
+ */
+#include <string.h>
+
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/lock.h"
+#include "core/options.h"
+#include "sefer/os.h"
+
+#define EXTEND_BYTES ((size_t)16 << 10)
+
+void queue_push_front(struct page_queue *q, struct page *pg)
+{
+	pg->prev = NULL;
+	pg->next = q->first;
+	if (q->first)
+		q->first->prev = pg;
+	else
+		q->last = pg;
+	q->first = pg;
+	pg->in_queue = 1;
+}
+
+void queue_push_back(struct page_queue *q, struct page *pg)
+{
+	pg->next = NULL;
+	pg->prev = q->last;
+	if (q->last)
+		q->last->next = pg;
+	else
+		q->first = pg;
+	q->last = pg;
+	pg->in_queue = 1;
+}
+
+void queue_remove(struct page_queue *q, struct page *pg)
+{
+	if (pg->prev)
+		pg->prev->next = pg->next;
+	else
+		q->first = pg->next;
+	if (pg->next)
+		pg->next->prev = pg->prev;
+	else
+		q->last = pg->prev;
+	pg->next = pg->prev = NULL;
+	pg->in_queue = 0;
+}
+
+/* Point the direct-table slots of `bin` at its first page (or the empty page). */
+void heap_direct_update(struct heap *heap, unsigned bin)
+{
+	size_t bs = bin_block_size(bin);
+
+	if (bs > DIRECT_MAX)
+		return;
+	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &page_empty;
+	size_t lo = bin > 1 ? (bin_block_size(bin - 1) >> GRANULE_SHIFT) + 1 : 0;
+
+	for (size_t s = lo; s <= (bs >> GRANULE_SHIFT); s++)
+		heap->direct[s] = pg;
+}
+
+/* Carve up to EXTEND_BYTES of never-used blocks onto the (empty) free list. */
+static void page_extend(struct page *pg)
+{
+	size_t bs = pg->block_size;
+	uint32_t n = (uint32_t)(EXTEND_BYTES / bs);
+
+	if (n < 1)
+		n = 1;
+	if (n > pg->capacity - pg->reserved)
+		n = pg->capacity - pg->reserved;
+	struct block *first = (struct block *)(pg->start + (size_t)pg->reserved * bs);
+	struct block *b = first;
+
+	for (uint32_t i = 1; i < n; i++) {
+		struct block *next = (struct block *)((uint8_t *)b + bs);
+
+		block_set_next(b, next);
+		b = next;
+	}
+	block_set_next(b, pg->free);
+	pg->free = first;
+	pg->reserved += n;
+}
+
+static void page_init(struct heap *heap, struct page *pg, unsigned bin)
+{
+	pg->bin = (uint8_t)bin;
+	pg->block_size = (uint32_t)bin_block_size(bin);
+	pg->capacity = (uint32_t)(page_span_bytes(pg) / pg->block_size);
+	pg->reserved = 0;
+	pg->used = 0;
+	pg->flags = 0;
+	pg->free = pg->local_free = NULL;
+	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
+	page_extend(pg);
+}
+
+static inline uintptr_t xt_ptr(uintptr_t v)
+{
+	return v & ~XT_MASK;
+}
+
+static inline uintptr_t xt_tag(uintptr_t v)
+{
+	return v & XT_MASK;
+}
+
+/*
+ * Take the blocks other threads freed into pg and put them on its free list. The tag is kept,
+ * or set to new_tag if new_tag != (uintptr_t)-1. Returns whether any block was taken.
+ */
+bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
+{
+	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+	uintptr_t tag;
+
+	do {
+		if (!xt_ptr(old) && new_tag == (uintptr_t)-1)
+			return false;
+		tag = new_tag == (uintptr_t)-1 ? xt_tag(old) : new_tag;
+		/* acquire: the pushers' writes to the blocks (their links) are visible. */
+	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, tag, memory_order_acquire,
+							 memory_order_relaxed));
+	struct block *head = (struct block *)xt_ptr(old), *b = head, *last = NULL;
+	struct segment *seg = segment_of(pg);
+	uint32_t n = 0;
+
+	if (!head)
+		return false;
+	for (; b; b = block_next(pg, b)) {
+		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+			((uintptr_t *)b)[1] = 0; /* the pending-free cookie */
+			if (!live_clear(seg, b))
+				report_corruption("cross-thread free list holds a free block", b);
+		}
+		last = b;
+		n++;
+	}
+	block_set_next(last, pg->free);
+	pg->free = head;
+	pg->used -= n;
+	pg->is_zero = 0;
+	return true;
+}
+
+/* Make the page's freed blocks allocatable (called when its free list is empty). */
+void page_collect(struct page *pg)
+{
+	if (pg->local_free) {
+		if (!pg->free) {
+			pg->free = pg->local_free;
+		} else {
+			struct block *b = pg->local_free;
+
+			while (block_next(pg, b))
+				b = block_next(pg, b);
+			block_set_next(b, pg->free);
+			pg->free = pg->local_free;
+		}
+		pg->local_free = NULL;
+		pg->is_zero = 0;
+	}
+	page_collect_xthread(pg, (uintptr_t)-1);
+}
+
+/*
+ * pg has nothing to allocate: move it to the full queue and ask pushers to notify us.
+ * Returns false if blocks arrived meanwhile (pg is usable and stays in its bin queue).
+ */
+static bool page_to_full(struct heap *heap, struct page *pg)
+{
+	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+	for (;;) {
+		if (xt_ptr(old)) {
+			page_collect_xthread(pg, (uintptr_t)-1);
+			return false;
+		}
+		if (xt_tag(old) != XT_NORMAL)
+			break; /* already on the delayed list: draining will bring it back */
+		if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old, XT_FULL,
+							  memory_order_relaxed, memory_order_relaxed))
+			break;
+	}
+	queue_remove(&heap->bins[pg->bin], pg);
+	queue_push_back(&heap->full, pg);
+	pg->flags |= PAGE_FULL;
+	return true;
+}
+
+/* A full page got a block back: return it to the front of its bin queue. */
+void page_unfull(struct heap *heap, struct page *pg)
+{
+	uintptr_t old = XT_FULL;
+
+	pg->flags &= (uint16_t)~PAGE_FULL;
+	queue_remove(&heap->full, pg);
+	queue_push_front(&heap->bins[pg->bin], pg);
+	heap_direct_update(heap, pg->bin);
+	/* FULL -> NORMAL; if a pusher got there first, draining resets the tag later. */
+	atomic_compare_exchange_strong_explicit(&pg->xthread, &old, XT_NORMAL, memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+static void wait_not_freeing(struct page *pg)
+{
+	while (xt_tag(atomic_load_explicit(&pg->xthread, memory_order_acquire)) == XT_FREEING)
+		cpu_relax();
+}
+
+void heap_drain_delayed(struct heap *heap)
+{
+	struct page *pg = atomic_exchange_explicit(&heap->delayed, NULL, memory_order_acquire);
+
+	while (pg) {
+		struct page *next = pg->delayed_next;
+
+		pg->delayed_next = NULL;
+		if (atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed) == heap) {
+			wait_not_freeing(pg);
+			page_collect_xthread(pg, XT_NORMAL);
+			if (pg->flags & PAGE_FULL)
+				page_unfull(heap, pg);
+		}
+		pg = next;
+	}
+}
+
+/* used dropped to 0 on a local free. Keep the page if it is its bin's only one. */
+void page_retire(struct heap *heap, struct page *pg)
+{
+	struct page_queue *q = &heap->bins[pg->bin];
+	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+	if (pg->flags & PAGE_FULL)
+		return;
+	if (q->first == pg && !pg->next)
+		return;
+	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)
+		return; /* on the delayed list: retired when drained and freed again */
+	queue_remove(q, pg);
+	heap_direct_update(heap, pg->bin);
+	span_free(heap, pg);
+}
+
+static void heap_purge_due(struct heap *heap, bool force)
+{
+	uint64_t now = sefer_os.clock_ms();
+
+	if (!force && now < heap->next_purge)
+		return;
+	heap->next_purge = 0;
+	for (struct segment *s = heap->segments; s; s = s->next)
+		segment_purge(heap, s, now, force);
+	for (struct segment *s = heap->full_segments; s; s = s->next)
+		segment_purge(heap, s, now, force);
+}
+
+/* A page of `bin` with a free block, at the front of its queue; NULL when out of memory. */
+struct page *page_find(struct heap *heap, unsigned bin)
+{
+	struct page_queue *q = &heap->bins[bin];
+	struct page *pg, *next;
+
+	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
+		heap_drain_delayed(heap);
+	for (pg = q->first; pg; pg = next) {
+		next = pg->next;
+		if (pg->free)
+			goto found;
+		page_collect(pg);
+		if (pg->free)
+			goto found;
+		if (pg->reserved < pg->capacity) {
+			page_extend(pg);
+			goto found;
+		}
+		if (!page_to_full(heap, pg))
+			goto found;
+	}
+	if (IS_ENABLED(CONFIG_DECOMMIT) && heap->next_purge)
+		heap_purge_due(heap, false);
+	pg = span_alloc(heap, bin_span_pages(bin));
+	if (!pg)
+		return NULL;
+	page_init(heap, pg, bin);
+	queue_push_front(q, pg);
+	heap_direct_update(heap, bin);
+	return pg;
+found:
+	if (q->first != pg) {
+		queue_remove(q, pg);
+		queue_push_front(q, pg);
+	}
+	heap_direct_update(heap, bin);
+	return pg;
+}
+
+/* Collect every page's frees, release empty pages, purge (all pending with force). */
+void heap_collect(struct heap *heap, bool force)
+{
+	heap_drain_delayed(heap);
+	for (unsigned bin = 1; bin < NBINS; bin++) {
+		struct page *pg, *next;
+
+		for (pg = heap->bins[bin].first; pg; pg = next) {
+			next = pg->next;
+			page_collect(pg);
+			if (pg->used == 0) {
+				queue_remove(&heap->bins[bin], pg);
+				span_free(heap, pg);
+			}
+		}
+		heap_direct_update(heap, bin);
+	}
+	if (IS_ENABLED(CONFIG_DECOMMIT))
+		heap_purge_due(heap, force);
+}

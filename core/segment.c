@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Segments: mapping, spans of pages, purging, release.
+ *
+ * A small segment is owned by one heap and lives on exactly one of its lists: heap->segments
+ * (has free page slots), heap->full_segments (none), heap->cache (empty, kept for reuse), or
+ * the global abandoned list (owner NULL, see heap.c). Everything here runs on the owning
+ * thread's slow path without locks, except the registry and segment-table updates.
+ *
+ * Page-slot states (bit masks in the header): in a span (~free_pages); free and never used
+ * since mapped (reads as zero); free and dirty (committed, old contents); free and purged
+ * (memory given back; reads as zero when the purge was eager).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/init.h"
+#include "core/options.h"
+#include "core/segtab.h"
+#include "core/stats.h"
+#include "sefer/os.h"
+
+/* Bytes of the header a large segment needs: everything before the page descriptors. */
+#define LARGE_HEADER ((size_t)__builtin_offsetof(struct segment, pages))
+
+static void list_push(struct segment **head, struct segment *seg)
+{
+	seg->prev = NULL;
+	seg->next = *head;
+	if (*head)
+		(*head)->prev = seg;
+	*head = seg;
+}
+
+static void list_remove(struct segment **head, struct segment *seg)
+{
+	if (seg->prev)
+		seg->prev->next = seg->next;
+	else
+		*head = seg->next;
+	if (seg->next)
+		seg->next->prev = seg->prev;
+	seg->next = seg->prev = NULL;
+}
+
+static void *segment_map(struct heap *heap, size_t size, int *node)
+{
+	void *mem;
+
+	*node = policy_segment_node(heap);
+	mem = sefer_os.reserve(size, SEGMENT_SIZE, *node);
+	if (!mem)
+		return NULL;
+	policy_segment_placed(mem, size, *node);
+	stat_add(&sefer_gstats.segments, &sefer_gstats.segments_peak, 1);
+	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak, (long long)size);
+	if (sefer_opt.verbose)
+		sefer_message("mapped segment %p (%zu bytes, node %d)", mem, size, *node);
+	return mem;
+}
+
+static void segment_publish(struct segment *seg)
+{
+	sync_registry_add(&seg->reg);
+	segtab_insert(seg);
+}
+
+struct segment *segment_alloc_small(struct heap *heap)
+{
+	struct segment *seg;
+	int node;
+
+	seg = heap->cache;
+	if (seg) {
+		list_remove(&heap->cache, seg);
+		heap->ncache--;
+	} else {
+		seg = segment_map(heap, SEGMENT_SIZE, &node);
+		if (!seg)
+			return NULL;
+		seg->kind = SEG_SMALL;
+		seg->node = node;
+		seg->size = SEGMENT_SIZE;
+		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
+		seg->free_pages = ALL_PAGES_MASK;
+		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
+		segment_publish(seg);
+	}
+	seg->has_space = true;
+	list_push(&heap->segments, seg);
+	return seg;
+}
+
+struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align)
+{
+	size_t off = align_up(LARGE_HEADER, align > CACHELINE ? align : CACHELINE);
+	size_t total = align_up(off + size, SPAGE_SIZE);
+	struct segment *seg;
+	int node;
+
+	if (size > SIZE_MAX / 2 || total < size)
+		return NULL;
+	seg = segment_map(heap, total, &node);
+	if (!seg)
+		return NULL;
+	seg->kind = SEG_LARGE;
+	seg->node = node;
+	seg->size = total;
+	seg->cookie = (uintptr_t)seg ^ sefer_list_key;
+	seg->large_block = (uint8_t *)seg + off;
+	seg->large_size = total - off;
+	seg->large_zero = true;
+	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
+	segment_publish(seg);
+	return seg;
+}
+
+void segment_release(struct segment *seg)
+{
+	segtab_remove(seg);
+	sync_registry_del(&seg->reg);
+	/* Walkers (stats, checks) may still be reading the header: wait them out. */
+	sync_synchronize();
+	stat_add(&sefer_gstats.segments, NULL, -1);
+	stat_add(&sefer_gstats.committed, NULL,
+		 -(long long)(seg->size - (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));
+	if (sefer_opt.verbose)
+		sefer_message("released segment %p (%zu bytes)", (void *)seg, seg->size);
+	sefer_os.release(seg, seg->size);
+}
+
+/* Give back the memory of the dirty slots in mask (now). */
+static void purge_slots(struct segment *seg, uint64_t mask)
+{
+	uint64_t done = mask & seg->dirty_pages;
+
+	mask = done;
+	if (!mask)
+		return;
+	while (mask) {
+		unsigned lo = (unsigned)__builtin_ctzll(mask);
+		uint64_t run = mask >> lo;
+		unsigned len = ~run ? (unsigned)__builtin_ctzll(~run) : 64 - lo;
+
+		sefer_os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT,
+			       IS_ENABLED(CONFIG_PURGE_DONTNEED));
+		mask &= len >= 64 ? 0 : ~(((1ULL << len) - 1) << lo);
+	}
+	long long bytes = (long long)__builtin_popcountll(done) << SPAGE_SHIFT;
+
+	seg->dirty_pages &= ~done;
+	seg->purged_pages |= done;
+	seg->purge_at = 0;
+	stat_add(&sefer_gstats.committed, NULL, -bytes);
+	stat_add(&sefer_gstats.purged, NULL, bytes);
+}
+
+void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
+{
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
+		return;
+	if (force || (seg->purge_at && now >= seg->purge_at))
+		purge_slots(seg, seg->dirty_pages);
+	else if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
+		heap->next_purge = seg->purge_at;
+}
+
+static void schedule_purge(struct heap *heap, struct segment *seg)
+{
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	if (sefer_opt.purge_delay_ms == 0) {
+		purge_slots(seg, seg->dirty_pages);
+		return;
+	}
+	if (!seg->purge_at) {
+		seg->purge_at = sefer_os.clock_ms() + sefer_opt.purge_delay_ms;
+		if (!heap->next_purge || seg->purge_at < heap->next_purge)
+			heap->next_purge = seg->purge_at;
+	}
+}
+
+/* An empty small segment: keep it in the heap's cache (purged) or unmap it. */
+void segment_free(struct heap *heap, struct segment *seg)
+{
+	list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
+	if (heap->ncache < CONFIG_SEGMENT_CACHE && heap->live) {
+		if (IS_ENABLED(CONFIG_DECOMMIT))
+			purge_slots(seg, seg->dirty_pages);
+		seg->purge_at = 0;
+		list_push(&heap->cache, seg);
+		heap->ncache++;
+		return;
+	}
+	segment_release(seg);
+}
+
+/* First slot of a run of n free slots in mask, or -1. */
+static int find_run(uint64_t free, unsigned n)
+{
+	uint64_t r = free;
+
+	for (unsigned k = 1; k < n && r; k++)
+		r &= free >> k;
+	return r ? __builtin_ctzll(r) : -1;
+}
+
+struct page *span_alloc(struct heap *heap, unsigned n)
+{
+	struct segment *seg;
+	int idx = -1;
+
+	for (seg = heap->segments; seg; seg = seg->next) {
+		idx = find_run(seg->free_pages, n);
+		if (idx >= 0)
+			break;
+	}
+	if (!seg) {
+		seg = abandoned_pop(heap);
+		if (seg)
+			idx = find_run(seg->free_pages, n);
+		if (idx < 0) {
+			seg = segment_alloc_small(heap);
+			if (!seg)
+				return NULL;
+			idx = find_run(seg->free_pages, n);
+		}
+	}
+
+	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
+	struct page *pg = &seg->pages[idx];
+	uint64_t purged = seg->purged_pages & bits;
+
+	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
+	if (purged)
+		stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
+			 (long long)__builtin_popcountll(purged) << SPAGE_SHIFT);
+	seg->free_pages &= ~bits;
+	seg->dirty_pages &= ~bits;
+	seg->purged_pages &= ~bits;
+	seg->used_pages += n;
+	for (unsigned i = 0; i < n; i++)
+		seg->page_head[idx + i] = (uint8_t)idx;
+	pg->span = (uint8_t)n;
+	pg->index = (uint8_t)idx;
+	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
+	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
+		list_remove(&heap->segments, seg);
+		seg->has_space = false;
+		list_push(&heap->full_segments, seg);
+	}
+	return pg;
+}
+
+void span_free(struct heap *heap, struct page *pg)
+{
+	struct segment *seg = segment_of(pg);
+	unsigned n = pg->span, idx = pg->index;
+	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
+
+	memset(pg, 0, __builtin_offsetof(struct page, xthread));
+	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
+	pg->next = pg->prev = pg->delayed_next = NULL;
+	seg->free_pages |= bits;
+	seg->dirty_pages |= bits;
+	seg->used_pages -= n;
+	if (!seg->has_space) {
+		list_remove(&heap->full_segments, seg);
+		seg->has_space = true;
+		list_push(&heap->segments, seg);
+	}
+	if (seg->used_pages == 0) {
+		segment_free(heap, seg);
+		return;
+	}
+	schedule_purge(heap, seg);
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segments, the page map and blocks.
+ *
+ * A segment is SEGMENT_SIZE bytes aligned to SEGMENT_SIZE (a large segment is bigger, with the
+ * same alignment) with struct segment at its start, so segment_of(p) is a mask. Small
+ * segments are cut into PAGES_PER_SEGMENT pages; the first META_PAGES hold this header. A run
+ * of pages (a span, 1..16 pages) serves one size class and is described by the descriptor of
+ * its first page; page_head[] maps every page index to its span's first page.
+ *
+ * Invariants (checked by sefer_check_heap()):
+ *  - free_pages has a bit per page slot not in any span; used_pages counts slots in spans.
+ *  - a span's descriptor: capacity blocks of block_size from start; used = blocks handed out
+ *    and not yet collected back (those in free and local_free are not used; those in
+ *    xthread are still counted as used until the owner collects them).
+ *  - with CONFIG_DEBUG_DOUBLE_FREE, live_bits has a bit set exactly at the granule of every
+ *    pointer handed to the user and not yet freed (collected, for cross-thread frees).
+ *  - owner is the heap of the owning thread, NULL while abandoned, LARGE_OWNER for large
+ *    segments. Only the owner touches the non-atomic fields of a small segment and its pages.
+ */
+#ifndef SEFER_CORE_SEGMENT_H
+#define SEFER_CORE_SEGMENT_H
+
+#include <stdatomic.h>
+
+#include "core/bins.h"
+#include "core/config.h"
+#include "core/sync.h"
+
+struct heap;
+
+struct block {
+	uintptr_t next; /* encoded with CONFIG_HARDENED, see block_next() */
+};
+
+/* Tags in the low bits of page->xthread (blocks are 16-byte aligned). */
+enum xthread_tag {
+	XT_NORMAL = 0,	 /* push the block, nothing else */
+	XT_FULL = 1,	 /* page is in the owner's full queue: the pusher notifies the owner */
+	XT_FREEING = 2,	 /* a pusher is linking the page into the owner's delayed list */
+	XT_NOTIFIED = 3, /* page is on the owner's delayed list; or NEVER while abandoning */
+};
+#define XT_MASK ((uintptr_t)3)
+#define XT_NEVER XT_NOTIFIED /* abandoned / abandoning: pushers only push */
+
+enum page_flags {
+	PAGE_FULL = 1, /* in heap->full */
+};
+
+struct page {
+	/* Owner-only, hot: the malloc fast path reads free; free reads flags and used. */
+	struct block *free;
+	struct block *local_free;
+	uint32_t used;
+	uint16_t flags;
+	uint8_t bin;
+	uint8_t is_zero; /* every block not yet handed out reads as zero past its first word */
+	uint32_t block_size;
+	uint32_t capacity; /* blocks in the span */
+	uint32_t reserved; /* blocks carved from the span so far (the rest is untouched) */
+	uint8_t span;	   /* pages in this span; 0 for an unused slot */
+	uint8_t index;	   /* page index in the segment */
+	uint8_t in_queue;
+	uint8_t pad_;
+	uint8_t *start;
+
+	/* Written by other threads: on its own cache line (shared only with cold queue links). */
+	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
+	struct page *delayed_next;		       /* link in the owner's delayed list */
+	struct page *next, *prev;		       /* bin queue or full queue */
+	uint64_t empty_since;			       /* ms when used dropped to 0 */
+} cacheline_aligned;
+
+enum segment_kind { SEG_SMALL = 1, SEG_LARGE = 2 };
+
+#define LARGE_OWNER ((struct heap *)1)
+
+struct segment {
+	_Atomic(struct heap *) owner;
+	uint32_t kind;
+	int32_t node;
+	size_t size; /* bytes mapped */
+	uintptr_t cookie;
+	struct segment *next, *prev; /* heap's list, abandoned list, or segment cache */
+	struct sync_node reg;	     /* registry of live segments (RCU-walked) */
+
+	/* small segments, owner-only */
+	uint64_t free_pages;   /* slots in no span */
+	uint64_t dirty_pages;  /* free slots whose memory is committed and was used */
+	uint64_t purged_pages; /* free slots purged (given back to the OS) */
+	uint64_t purge_at;     /* when dirty slots may be purged (ms), 0 = nothing pending */
+	uint32_t used_pages;
+	bool has_space;	       /* on heap->segments (else heap->full_segments) */
+
+	/* large segments */
+	uint8_t *large_block;
+	size_t large_size;     /* usable bytes from large_block */
+	_Atomic int large_live; /* 1 while allocated (double-free check) */
+	bool large_zero;
+
+	uint8_t page_head[PAGES_PER_SEGMENT];
+	struct page pages[PAGES_PER_SEGMENT];
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	_Atomic(uint64_t) live_bits[SEGMENT_SIZE / GRANULE / 64];
+#endif
+};
+
+#define META_PAGES ((sizeof(struct segment) + SPAGE_SIZE - 1) >> SPAGE_SHIFT)
+#define ALL_PAGES_MASK                                                                            \
+	((PAGES_PER_SEGMENT == 64 ? ~0ULL : ((1ULL << PAGES_PER_SEGMENT) - 1)) &                 \
+	 ~((1ULL << META_PAGES) - 1))
+_Static_assert(META_PAGES < PAGES_PER_SEGMENT / 2, "segment header too big for the page size");
+
+static always_inline struct segment *segment_of(const void *p)
+{
+	return (struct segment *)((uintptr_t)p & ~(uintptr_t)SEGMENT_MASK);
+}
+
+static always_inline struct page *page_of(struct segment *seg, const void *p)
+{
+	size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> SPAGE_SHIFT;
+
+	return &seg->pages[seg->page_head[idx]];
+}
+
+static inline size_t page_span_bytes(const struct page *pg)
+{
+	return (size_t)pg->span << SPAGE_SHIFT;
+}
+
+/* ---- hardened free-list links ---- */
+extern uintptr_t sefer_list_key SEFER_INTERNAL;
+
+static always_inline uintptr_t link_encode(const struct block *b, const struct block *next)
+{
+	if (IS_ENABLED(CONFIG_HARDENED))
+		return (uintptr_t)next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+	return (uintptr_t)next;
+}
+
+void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INTERNAL;
+
+static always_inline struct block *block_next(const struct page *pg, const struct block *b)
+{
+	if (IS_ENABLED(CONFIG_HARDENED)) {
+		uintptr_t n = b->next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+
+		if (unlikely(n && (n - (uintptr_t)pg->start) >= page_span_bytes(pg)))
+			list_corrupt(pg, b, n);
+		return (struct block *)n;
+	}
+	return (struct block *)b->next;
+}
+
+static always_inline void block_set_next(struct block *b, const struct block *next)
+{
+	b->next = link_encode(b, next);
+}
+
+/* ---- live bitmap (CONFIG_DEBUG_DOUBLE_FREE) ---- */
+static always_inline size_t live_bit(const struct segment *seg, const void *p)
+{
+	return ((uintptr_t)p - (uintptr_t)seg) >> GRANULE_SHIFT;
+}
+
+/* Owner-only: plain load/store through relaxed atomics (no read-modify-write). */
+static always_inline void live_set(struct segment *seg, const void *p)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	size_t bit = live_bit(seg, p);
+	_Atomic(uint64_t) *w = &seg->live_bits[bit >> 6];
+
+	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) | (1ULL << (bit & 63)),
+			      memory_order_relaxed);
+#endif
+}
+
+/* Owner-only: clear the bit; false when it was not set (double or invalid free). */
+static always_inline bool live_clear(struct segment *seg, const void *p)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	size_t bit = live_bit(seg, p);
+	_Atomic(uint64_t) *w = &seg->live_bits[bit >> 6];
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed), m = 1ULL << (bit & 63);
+
+	if (unlikely(!(v & m)))
+		return false;
+	atomic_store_explicit(w, v & ~m, memory_order_relaxed);
+#endif
+	return true;
+}
+
+/* Any thread: is the bit set now (a racy hint for cross-thread frees). */
+static inline bool live_test(struct segment *seg, const void *p)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	size_t bit = live_bit(seg, p);
+
+	return atomic_load_explicit(&seg->live_bits[bit >> 6], memory_order_relaxed) >> (bit & 63) & 1;
+#else
+	return true;
+#endif
+}
+
+/* segment.c */
+struct segment *segment_alloc_small(struct heap *heap) SEFER_INTERNAL;
+struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align) SEFER_INTERNAL;
+void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
+void segment_release(struct segment *seg) SEFER_INTERNAL;
+struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
+void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
+void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
+
+#endif

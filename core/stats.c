@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Statistics: per-heap counters summed over every heap, process-wide atomics, the summary. */
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/init.h"
+#include "core/options.h"
+#include "core/stats.h"
+#include "sefer.h"
+
+struct global_stats sefer_gstats;
+
+static void sum_heap(struct heap *h, void *arg)
+{
+	struct sefer_stats *st = arg;
+
+	st->mallocs += h->stats.mallocs;
+	st->frees += h->stats.frees;
+	st->xthread_frees += h->stats.xthread_frees;
+	st->large_allocs += h->stats.large_allocs;
+}
+
+SEFER_API void sefer_stats_get(struct sefer_stats *st)
+{
+	__builtin_memset(st, 0, sizeof(*st));
+	heap_visit_all(sum_heap, st);
+#define G(f) ((uint64_t)atomic_load_explicit(&sefer_gstats.f, memory_order_relaxed))
+	st->segments = G(segments);
+	st->segments_peak = G(segments_peak);
+	st->committed = G(committed);
+	st->committed_peak = G(committed_peak);
+	st->purged = G(purged);
+	st->abandoned = G(abandoned);
+	st->reclaimed = G(reclaimed);
+	st->threads = G(threads);
+#undef G
+}
+
+SEFER_API void sefer_stats_print(void)
+{
+	struct sefer_stats st;
+
+	sefer_stats_get(&st);
+	sefer_message("stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
+		      (unsigned long long)st.mallocs, (unsigned long long)st.frees,
+		      (unsigned long long)st.xthread_frees, (unsigned long long)st.large_allocs);
+	sefer_message("stats: segments %llu (peak %llu), committed %llu KiB (peak %llu KiB), "
+		      "purged %llu KiB",
+		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
+		      (unsigned long long)st.committed >> 10,
+		      (unsigned long long)st.committed_peak >> 10,
+		      (unsigned long long)st.purged >> 10);
+	sefer_message("stats: heaps %llu, abandoned segments %llu, reclaimed %llu",
+		      (unsigned long long)st.threads, (unsigned long long)st.abandoned,
+		      (unsigned long long)st.reclaimed);
+	policy_print_stats_all();
+}
+
+void stats_at_exit(void)
+{
+	if (sefer_opt.show_stats)
+		sefer_stats_print();
+}
+
+__attribute__((destructor)) static void sefer_destructor(void)
+{
+	stats_at_exit();
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Process-wide counters. Per-heap counters (mallocs, frees, ...) are plain owner-only
+ * increments in struct heap; the ones here change on slow paths only and are atomics.
+ */
+#ifndef SEFER_CORE_STATS_H
+#define SEFER_CORE_STATS_H
+
+#include <stdatomic.h>
+
+#include "core/config.h"
+
+struct global_stats {
+	atomic_llong segments, segments_peak;
+	atomic_llong committed, committed_peak;
+	atomic_llong purged;
+	atomic_llong abandoned, reclaimed;
+	atomic_llong threads;
+};
+
+extern struct global_stats sefer_gstats SEFER_INTERNAL;
+
+static inline void stat_max(atomic_llong *peak, long long v)
+{
+	long long old = atomic_load_explicit(peak, memory_order_relaxed);
+
+	while (v > old && !atomic_compare_exchange_weak_explicit(peak, &old, v, memory_order_relaxed,
+								  memory_order_relaxed))
+		;
+}
+
+static inline void stat_add(atomic_llong *c, atomic_llong *peak, long long delta)
+{
+	if (!IS_ENABLED(CONFIG_STATS))
+		return;
+	long long v = atomic_fetch_add_explicit(c, delta, memory_order_relaxed) + delta;
+
+	if (peak)
+		stat_max(peak, v);
+}
+
+void stats_at_exit(void) SEFER_INTERNAL;
+
+#endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sync layer: the registry of live segments, read without locks.
+ *
+ * Readers (stats, sefer_check_heap, purge of abandoned segments) walk the registry inside a
+ * read-side critical section; writers add and remove segments under the registry lock, and a
+ * removed segment is unmapped only after sync_synchronize() has waited out every reader that
+ * could still see it. Two implementations, chosen by Kconfig:
+ *   CONFIG_SYNC_URCU  liburcu's bulletproof flavour (urcu-bp) and its RCU list (Linux)
+ *   CONFIG_SYNC_C11   a reader count and spinning grace period on C11 atomics (portable)
+ *
+ * Lock order: registry lock is innermost (nothing else is taken while it is held).
+ */
+#ifndef SEFER_CORE_SYNC_H
+#define SEFER_CORE_SYNC_H
+
+#include "core/config.h"
+
+#if IS_ENABLED(CONFIG_SYNC_URCU)
+#include <urcu/list.h>
+struct sync_node {
+	struct cds_list_head l;
+};
+#else
+#include <stdatomic.h>
+struct sync_node {
+	struct sync_node *_Atomic next;
+	struct sync_node *prev;
+};
+#endif
+
+void sync_registry_add(struct sync_node *n) SEFER_INTERNAL;
+/* Unlink n; the caller must sync_synchronize() before reusing or unmapping its memory. */
+void sync_registry_del(struct sync_node *n) SEFER_INTERNAL;
+/* Call fn on every registered node inside one read-side critical section. */
+void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg) SEFER_INTERNAL;
+/* Wait until no reader that started before this call is still inside the registry. */
+void sync_synchronize(void) SEFER_INTERNAL;
+void sync_fork_prepare(void) SEFER_INTERNAL;
+void sync_fork_parent(void) SEFER_INTERNAL;
+void sync_fork_child(void) SEFER_INTERNAL;
+
+#endif

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registry on C11 atomics, for platforms without liburcu.
+ *
+ * Readers announce themselves in a global count; a writer unlinks under reg_lock and
+ * sync_synchronize() spins until the count drains to zero. Readers are rare (stats, checks),
+ * so a shared count is cheaper than per-thread state and needs no registration.
+ *
+ * Memory orders: a reader increments with seq_cst so that the writer's later seq_cst load of
+ * the count is ordered after the reader's announcement (or the reader's list loads see the
+ * unlink); links are published with release and followed with acquire so that a reader that
+ * sees a node also sees its initialised contents.
+ */
+#include <stdatomic.h>
+
+#include "core/lock.h"
+#include "core/sync.h"
+
+static struct sync_node registry = { &registry, &registry };
+static struct spinlock reg_lock = SPINLOCK_INIT;
+static atomic_long readers;
+
+void sync_registry_add(struct sync_node *n)
+{
+	spin_lock(&reg_lock);
+	struct sync_node *first = atomic_load_explicit(&registry.next, memory_order_relaxed);
+
+	atomic_store_explicit(&n->next, first, memory_order_relaxed);
+	n->prev = &registry;
+	first->prev = n;
+	/* release: a reader that loads n from registry.next sees n->next initialised. */
+	atomic_store_explicit(&registry.next, n, memory_order_release);
+	spin_unlock(&reg_lock);
+}
+
+void sync_registry_del(struct sync_node *n)
+{
+	spin_lock(&reg_lock);
+	struct sync_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+
+	/* release: readers that follow prev->next reach next with its contents visible. */
+	atomic_store_explicit(&n->prev->next, next, memory_order_release);
+	next->prev = n->prev;
+	spin_unlock(&reg_lock);
+}
+
+void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
+{
+	atomic_fetch_add_explicit(&readers, 1, memory_order_seq_cst);
+	for (struct sync_node *n = atomic_load_explicit(&registry.next, memory_order_acquire);
+	     n != &registry; n = atomic_load_explicit(&n->next, memory_order_acquire))
+		fn(n, arg);
+	/* release: the reader's loads of node contents happen before the writer frees them. */
+	atomic_fetch_sub_explicit(&readers, 1, memory_order_release);
+}
+
+void sync_synchronize(void)
+{
+	/* seq_cst fence: the unlink is ordered before the count is read (pairs with the reader's
+	 * seq_cst increment), and acquire on the loads pairs with the readers' release. */
+	atomic_thread_fence(memory_order_seq_cst);
+	while (atomic_load_explicit(&readers, memory_order_acquire))
+		cpu_relax();
+}
+
+void sync_fork_prepare(void)
+{
+	spin_lock(&reg_lock);
+}
+
+void sync_fork_parent(void)
+{
+	spin_unlock(&reg_lock);
+}
+
+void sync_fork_child(void)
+{
+	spin_reset(&reg_lock);
+	atomic_store_explicit(&readers, 0, memory_order_relaxed);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sefer: a memory allocator. The prefixed API is always available; when built with
+ * CONFIG_MALLOC_FACE the standard malloc family is exported too (same implementation).
+ */
+#ifndef SEFER_H
+#define SEFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && !defined(SEFER_STATIC)
+#ifdef SEFER_BUILD
+#define SEFER_API __declspec(dllexport)
+#else
+#define SEFER_API __declspec(dllimport)
+#endif
+#else
+#define SEFER_API __attribute__((visibility("default")))
+#endif
+
+SEFER_API void *sefer_malloc(size_t size);
+SEFER_API void sefer_free(void *p);
+SEFER_API void *sefer_calloc(size_t n, size_t size);
+SEFER_API void *sefer_realloc(void *p, size_t size);
+SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size);
+SEFER_API void *sefer_aligned_alloc(size_t alignment, size_t size);
+SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size);
+SEFER_API void *sefer_memalign(size_t alignment, size_t size);
+SEFER_API void *sefer_valloc(size_t size);
+SEFER_API void *sefer_pvalloc(size_t size);
+SEFER_API size_t sefer_usable_size(const void *p);
+
+/* Largest alignment sefer_aligned_alloc and friends accept (half a segment). */
+SEFER_API size_t sefer_max_alignment(void);
+
+/* Whether p lies in memory sefer manages (any pointer value is safe to ask about). */
+SEFER_API bool sefer_owns(const void *p);
+
+struct sefer_stats {
+	uint64_t mallocs;	  /* allocations of every kind */
+	uint64_t frees;		  /* frees, local and cross-thread */
+	uint64_t xthread_frees;	  /* frees of a block owned by another (or no) thread */
+	uint64_t large_allocs;	  /* allocations served by a dedicated segment */
+	uint64_t segments;	  /* segments mapped now */
+	uint64_t segments_peak;	  /* most segments mapped at once */
+	uint64_t committed;	  /* bytes of segment memory mapped and not purged, now */
+	uint64_t committed_peak;  /* peak of committed */
+	uint64_t purged;	  /* bytes handed back to the OS while staying mapped */
+	uint64_t abandoned;	  /* segments left by exited threads, still live */
+	uint64_t reclaimed;	  /* abandoned segments adopted by another thread */
+	uint64_t threads;	  /* heaps created */
+};
+
+/* Fill *st with process-wide counters (heaps of live and exited threads included). */
+SEFER_API void sefer_stats_get(struct sefer_stats *st);
+/* Print the stats summary on stderr (what SEFER_SHOW_STATS=1 prints at exit). */
+SEFER_API void sefer_stats_print(void);
+
+/*
+ * Return the calling thread's free memory: collect cross-thread frees, release empty pages
+ * and, with force, purge every pending page now regardless of SEFER_PURGE_DELAY_MS.
+ */
+SEFER_API void sefer_collect(bool force);
+
+/* Tear down the calling thread's heap now (as at thread exit); later calls make a new one. */
+SEFER_API void sefer_thread_done(void);
+
+/*
+ * Walk every live segment and check the allocator's invariants (page map, free lists, used
+ * counts, bitmaps). Returns the number of problems found (each reported on stderr); 0 when
+ * the heap is sound. Other threads may keep allocating; their pages are checked loosely.
+ */
+SEFER_API size_t sefer_check_heap(void);
+
+SEFER_API const char *sefer_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEFER_H */
