@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interfaces of persist/: checksums, the I/O layer (fault and crash injection over
+ * sefer_os), the store (header + write-ahead log + payload) and the allocator ops contract.
+ */
+#ifndef SEFER_PERSIST_INTERNAL_H
+#define SEFER_PERSIST_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/sefer/os.h"
+#include "include/sefer/persist.h"
+
+/* ---------------------------------------------------------------- crc.c */
+uint32_t pcrc32c(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * Checked metadata words: 48 bits of value, 16 bits of check derived from the value, the
+ * word's own offset and a per-file salt. A flipped bit, a zeroed word or a word copied to
+ * another offset fails the check (with probability 1 - 2^-16 each).
+ */
+#define PW_MASK ((1ULL << 48) - 1)
+uint64_t pword_make(uint64_t salt, uint64_t off, uint64_t val);
+bool pword_ok(uint64_t salt, uint64_t off, uint64_t word);
+static inline uint64_t pword_val(uint64_t word)
+{
+	return word & PW_MASK;
+}
+
+/* ---------------------------------------------------------------- io.c */
+/*
+ * Every file access of persist/ goes through these wrappers over sefer_os. With a fault plan
+ * installed they inject seeded failures (before or after a write, short writes, failed
+ * syncs); with crash simulation on they remember unsynced writes so that pio_crash() can leave
+ * the file as a crash would: any subset of them, in any order, torn at 512-byte sectors.
+ */
+struct pio_plan {
+	uint64_t seed;
+	unsigned permille;	/* chance per write or sync call to fail */
+	bool crash_sim;		/* keep undo records for unsynced writes */
+	uint64_t crash_at;	/* crash at this I/O call (1-based), 0: never */
+};
+
+void pio_set_plan(const struct pio_plan *plan);	/* NULL: plain I/O */
+/* Crash now: roll the file back to a random crash image; every later call fails with -EIO. */
+void pio_crash(void);
+bool pio_crashed(void);
+uint64_t pio_calls(void);
+uint64_t pio_faults(void);
+
+sefer_file_t pio_open(const char *path, int flags);
+void pio_close(sefer_file_t f);
+int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);	/* all or -errno */
+int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);	/* all or -errno */
+int pio_sync(sefer_file_t f);
+int pio_truncate(sefer_file_t f, uint64_t len);
+int64_t pio_size(sefer_file_t f);
+int pio_lock(sefer_file_t f);
+
+/* ---------------------------------------------------------------- store.c */
+#define PSTORE_HDR_BYTES 512
+#define PSTORE_WAL_OFF 4096
+#define PSTORE_VERSION 1
+
+struct precbuf {		/* a growable byte buffer of log records */
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t first_seq, nrec;
+};
+
+struct pstore {
+	sefer_file_t f;
+	uint64_t wal_size, data_off;	/* data_off: file offset of payload byte 0 */
+	pthread_mutex_t tx_lock;	/* serialises record building (tx, tx_len, tx_oom) */
+	uint64_t tx_len;		/* payload length after the record being built */
+	bool tx_oom;
+	pthread_mutex_t lock;		/* protects everything below; see store.c */
+	pthread_cond_t done;
+	struct precbuf pend, flight;	/* appended, not yet taken / being written by the leader */
+	struct precbuf tx;		/* the record being built by the caller holding tx_lock */
+	uint64_t pend_max_len, pend_last_len;	/* largest / last new_len in pend */
+	uint64_t next_seq;		/* seq of the next record */
+	uint64_t durable_seq;		/* every record < durable_seq is synced and in place */
+	uint64_t len, durable_len;	/* payload length: latest / as of durable_seq */
+	uint64_t file_len;		/* bytes the file has (it may be longer than needed) */
+	uint64_t wal_pos, ckpt_seq, ckpt_count;
+	bool leader, async;
+	int err;			/* sticky: the first I/O error; every later commit fails */
+	uint64_t syncs, records;
+	uint32_t hdr_flags;
+};
+
+struct pstore_open_info {
+	bool clean;
+	uint64_t replayed, trimmed;
+};
+
+int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err, size_t elen);
+int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
+		size_t elen);
+/* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
+int pstore_finish_open(struct pstore *s, uint64_t *trimmed);
+int pstore_close(struct pstore *s, bool clean);
+
+/*
+ * Building a record: the caller serialises tx_begin..tx_end (the allocator's lock).
+ * tx_word/tx_blob add absolute writes; tx_len sets the payload length after the record.
+ * tx_end appends it and gives its seq (0 when the record is empty); pstore_wait(seq) returns
+ * once that record is synced and written in place (or the store failed).
+ */
+void pstore_tx_begin(struct pstore *s);
+void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val);
+void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len);
+void pstore_tx_len(struct pstore *s, uint64_t len);
+size_t pstore_tx_size(struct pstore *s);
+int pstore_tx_end(struct pstore *s, uint64_t *seq);	/* *seq = 0: empty record */
+void pstore_tx_abort(struct pstore *s);
+int pstore_wait(struct pstore *s, uint64_t seq);
+size_t pstore_max_record(struct pstore *s);
+
+/* Reads see every appended record, synced or not. */
+int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len);
+int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w);
+/* As pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
+int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len);
+uint64_t pstore_len(struct pstore *s);
+int pstore_sync_all(struct pstore *s);
+
+/* The plain durable byte stack: each call is one record and returns after its sync. */
+int pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
+int pstore_discard(struct pstore *s, uint64_t len);
+int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len);
+
+/* ---------------------------------------------------------------- allocators */
+#define PA_HDR_END 504		/* first block header; user offsets are 16-byte aligned */
+#define PA_SALT_OFF 8
+#define PA_TAIL_OFF 64		/* checked word: end of the arena */
+#define PA_ROOT_OFF 72		/* checked word: the root slot */
+#define PA_LIST_OFF 80		/* checked words: free list heads */
+
+struct palloc;
+
+/*
+ * struct sefer_palloc_ops: one allocator over a store. The file's first 4 bytes (the magic)
+ * select the instance at open.
+ *
+ * Locking: every op runs under the palloc's own mutex (pa->lock) and builds at most one store
+ * record between pstore_tx_begin and pstore_tx_end; the generic layer (pstore.c) waits for
+ * that record's sync, after releasing pa->lock when .group_commit is set (so concurrent
+ * operations share a sync) or while holding it otherwise.
+ *
+ * Return values: 0 or a negative errno; -EINVAL for a foreign offset or double free (nothing
+ * changed), -EIO/-EUCLEAN for corrupt metadata met on the way (nothing changed).
+ *
+ * create(pa): write the allocator header into an empty store (one record).
+ * open(pa, scan, rep): check the header (magic, version, CRC of the static part, checked words)
+ *	and load any in-memory index; with `scan`, walk the arena, relink orphans, fill rep.
+ * alloc/realloc/free: as the public calls; realloc copies through the record when it moves.
+ * usable(pa, off): block's usable bytes or 0 when off is not an allocated block.
+ * verify(pa, v): walk arena and lists without changing anything.
+ * walk(pa, fn, arg): visit allocated blocks in address order.
+ * compact(pa, merged, trimmed): merge free neighbours, give the free tail back (may be NULL).
+ * stats(pa, st): fill the list lengths and block counts.
+ * close(pa): free the in-memory index.
+ */
+struct sefer_palloc_ops {
+	const char *name;
+	char magic[4];
+	bool group_commit;
+	int (*create)(struct palloc *pa);
+	int (*open)(struct palloc *pa, bool scan, struct sefer_precovery *rep);
+	int (*alloc)(struct palloc *pa, uint64_t size, uint64_t *off);
+	int (*realloc)(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff);
+	int (*free)(struct palloc *pa, uint64_t off);
+	uint64_t (*usable)(struct palloc *pa, uint64_t off);
+	int (*verify)(struct palloc *pa, struct sefer_pverify *v);
+	int (*walk)(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg);
+	int (*compact)(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
+	void (*stats)(struct palloc *pa, struct sefer_pstats *st);
+	void (*close)(struct palloc *pa);
+};
+
+struct palloc {
+	struct pstore *s;
+	const struct sefer_palloc_ops *ops;
+	pthread_mutex_t lock;		/* the allocator's state; taken before pstore.lock */
+	uint64_t salt;
+	uint64_t tail;			/* end of the arena (== store length except in flight) */
+	void *priv;			/* the allocator's in-memory state */
+	uint64_t seq;			/* the record the current op appended (0: none) */
+	int dead;			/* an op failed after changing memory: all ops fail */
+	uint8_t *win;			/* pa_scan_read's window over the arena */
+	uint64_t wpos, wlen;
+	char *err;			/* where open explains a refusal */
+	size_t elen;
+};
+
+extern const struct sefer_palloc_ops pa_segregated_ops, pa_firstfit_ops, pa_bestfit_ops;
+
+/* Shared allocator-header helpers (pstore.c). */
+int pa_header_create(struct palloc *pa, unsigned nlists);
+int pa_header_open(struct palloc *pa, unsigned nlists);
+int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val);	/* checked read */
+void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val);	/* checked tx write */
+int pa_commit(struct palloc *pa);	/* pstore_tx_end into pa->seq; failure kills pa */
+int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w);	/* windowed arena reader */
+void pa_scan_end(struct palloc *pa);
+void pa_msg(struct palloc *pa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Block header word value: size (multiple of 16) | in-use bit. */
+#define PB_USED 1ULL
+static inline uint64_t pb_size(uint64_t v)
+{
+	return v & ~15ULL;
+}
+
+/*
+ * tags.c: boundary-tagged blocks for first-fit and best-fit: a checked header word at b and
+ * the same value as a checked footer word at b + size - 8; user offset b + 8, usable
+ * size - 16. Reads go through pstore_read_tx (callers are inside a record).
+ */
+#define PT_MIN 32ULL
+uint64_t pt_round(uint64_t size);
+int pt_word(struct palloc *pa, uint64_t off, uint64_t *val);		/* checked, tx-aware */
+int pt_hdr(struct palloc *pa, uint64_t b, uint64_t *v);		/* checked header read */
+void pt_set(struct palloc *pa, uint64_t b, uint64_t size, bool used);	/* header + footer */
+int pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv);	/* -ENOENT: first */
+int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v);
+/* Walk the arena checking tags; fn(arg, b, size, used) non-zero stops. msg: first problem. */
+int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
+	    char *msg, size_t mlen);
+
+#endif /* SEFER_PERSIST_INTERNAL_H */

@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The public persist API: a handle is a store plus the allocator its magic names.
+ *
+ * Every mutating call runs the allocator op under pa->lock, which appends at most one store
+ * record, and returns once that record is durable. With .group_commit the lock is dropped
+ * before waiting, so records of concurrent calls are synced together by one leader; otherwise
+ * the lock is held across the sync (the baselines: one sync per op, serialised).
+ *
+ * Lock order: pa->lock, then store tx_lock, then store lock.
+ *
+ * Allocator header (payload offset 0, shared by all allocators):
+ *   0 magic[4], 4 u32 version, 8 u64 salt, 16 u32 nlists, 20 u32 0, 24 u32 crc32c(0..23),
+ *   64 checked tail word, 72 checked root word, 80 + 8*i checked head of list i.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "persist/internal.h"
+
+#define PA_VERSION 1
+#define PA_STATIC 28
+#define WINDOW (1u << 20)
+
+struct sefer_pstore {
+	struct pstore s;
+	struct palloc pa;
+	_Atomic uint64_t ops;
+};
+
+static const struct sefer_palloc_ops *const all_ops[SEFER_PALLOC_KINDS] = {
+#ifdef CONFIG_PERSIST_SEGREGATED
+	[SEFER_PALLOC_SEGREGATED] = &pa_segregated_ops,
+#endif
+#ifdef CONFIG_PERSIST_FIRSTFIT
+	[SEFER_PALLOC_FIRSTFIT] = &pa_firstfit_ops,
+#endif
+#ifdef CONFIG_PERSIST_BESTFIT
+	[SEFER_PALLOC_BESTFIT] = &pa_bestfit_ops,
+#endif
+};
+static const char *const kind_names[SEFER_PALLOC_KINDS] = { "segregated", "first-fit",
+							   "best-fit-tree" };
+static const char kind_magic[SEFER_PALLOC_KINDS][4] = { "ALSG", "ALFF", "ALBT" };
+
+void pa_msg(struct palloc *pa, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!pa->err || !pa->elen || pa->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(pa->err, pa->elen, fmt, ap);
+	va_end(ap);
+}
+
+int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val)
+{
+	uint64_t w;
+	int r = pstore_read_word(pa->s, off, &w);
+
+	if (r)
+		return r;
+	if (!pword_ok(pa->salt, off, w))
+		return -EUCLEAN;
+	*val = pword_val(w);
+	return 0;
+}
+
+void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val)
+{
+	pstore_tx_word(pa->s, off, pword_make(pa->salt, off, val));
+}
+
+int pa_commit(struct palloc *pa)
+{
+	int r = pstore_tx_end(pa->s, &pa->seq);
+
+	if (r && !pa->dead)
+		pa->dead = r;
+	return r;
+}
+
+int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
+{
+	if (!pa->win) {
+		pa->win = malloc(WINDOW);
+		if (!pa->win)
+			return -ENOMEM;
+		pa->wlen = 0;
+	}
+	if (off < pa->wpos || off + 8 > pa->wpos + pa->wlen) {
+		uint64_t end = pstore_len(pa->s);
+		uint64_t n = end > off ? end - off : 8;
+		int r;
+
+		if (n > WINDOW)
+			n = WINDOW;
+		if (n < 8)
+			n = 8;
+		r = pstore_read(pa->s, off, pa->win, n);
+		if (r) {
+			pa->wlen = 0;
+			return r;
+		}
+		pa->wpos = off;
+		pa->wlen = n;
+	}
+	memcpy(w, pa->win + (off - pa->wpos), 8);
+	return 0;
+}
+
+void pa_scan_end(struct palloc *pa)
+{
+	free(pa->win);
+	pa->win = NULL;
+	pa->wlen = 0;
+}
+
+static uint64_t new_salt(void)
+{
+	uint64_t salt = 0;
+	struct timespec ts;
+
+	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&salt, sizeof(salt))) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		salt = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec;
+	}
+	return salt | 1;
+}
+
+int pa_header_create(struct palloc *pa, unsigned nlists)
+{
+	uint8_t h[32] = { 0 };
+	uint32_t v = PA_VERSION, crc;
+
+	pa->salt = new_salt();
+	memcpy(h, pa->ops->magic, 4);
+	memcpy(h + 4, &v, 4);
+	memcpy(h + 8, &pa->salt, 8);
+	memcpy(h + 16, &nlists, 4);
+	crc = pcrc32c(0, h, 24);
+	memcpy(h + 24, &crc, 4);
+	pa->tail = PA_HDR_END;
+	pstore_tx_begin(pa->s);
+	pstore_tx_len(pa->s, PA_HDR_END);
+	pstore_tx_blob(pa->s, 0, h, 32);
+	pa_put_word(pa, PA_TAIL_OFF, PA_HDR_END);
+	pa_put_word(pa, PA_ROOT_OFF, 0);
+	for (unsigned i = 0; i < nlists; i++)
+		pa_put_word(pa, PA_LIST_OFF + 8ULL * i, 0);
+	return pa_commit(pa);
+}
+
+int pa_header_open(struct palloc *pa, unsigned nlists)
+{
+	uint8_t h[32];
+	uint32_t v, n, crc;
+	uint64_t root;
+	int r = pstore_read(pa->s, 0, h, 32);
+
+	if (r)
+		return r;
+	memcpy(&v, h + 4, 4);
+	memcpy(&pa->salt, h + 8, 8);
+	memcpy(&n, h + 16, 4);
+	memcpy(&crc, h + 24, 4);
+	if (pcrc32c(0, h, 24) != crc) {
+		pa_msg(pa, "allocator header checksum mismatch (corrupted metadata)");
+		return -EUCLEAN;
+	}
+	if (v != PA_VERSION) {
+		pa_msg(pa, "allocator version %u is newer than this library (version %u)", v,
+		       PA_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (n != nlists) {
+		pa_msg(pa, "allocator header names %u lists, %s has %u", n, pa->ops->name, nlists);
+		return -EUCLEAN;
+	}
+	if (pa_get_word(pa, PA_TAIL_OFF, &pa->tail)) {
+		pa_msg(pa, "allocator tail word fails its check (corrupted metadata)");
+		return -EUCLEAN;
+	}
+	if (pa->tail < PA_HDR_END || pa->tail > pstore_len(pa->s)) {
+		pa_msg(pa, "allocator tail %llu is outside the committed payload (%llu bytes)",
+		       (unsigned long long)pa->tail, (unsigned long long)pstore_len(pa->s));
+		return -EUCLEAN;
+	}
+	if (pa_get_word(pa, PA_ROOT_OFF, &root)) {
+		pa_msg(pa, "root slot fails its check (corrupted metadata)");
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- open, create, close */
+
+static struct sefer_pstore *new_handle(const struct sefer_popts *o)
+{
+	struct sefer_pstore *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	pthread_mutex_init(&h->pa.lock, NULL);
+	h->pa.s = &h->s;
+	if (o && o->errbuf && o->errlen) {
+		h->pa.err = o->errbuf;
+		h->pa.elen = o->errlen;
+		o->errbuf[0] = '\0';
+	}
+	return h;
+}
+
+static void free_handle(struct sefer_pstore *h)
+{
+	if (h->pa.ops && h->pa.priv)
+		h->pa.ops->close(&h->pa);
+	pa_scan_end(&h->pa);
+	pthread_mutex_destroy(&h->pa.lock);
+	free(h);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
+			const struct sefer_popts *o, struct sefer_pstore **out)
+{
+	struct sefer_pstore *h;
+	uint64_t wal = o && o->wal_bytes ? o->wal_bytes : (uint64_t)CONFIG_PERSIST_WAL_KIB << 10;
+	int r;
+
+	*out = NULL;
+	if ((unsigned)kind >= SEFER_PALLOC_KINDS || !all_ops[kind]) {
+		if (o && o->errbuf && o->errlen)
+			snprintf(o->errbuf, o->errlen, "allocator kind %d is not built in", kind);
+		return -EOPNOTSUPP;
+	}
+	h = new_handle(o);
+	if (!h)
+		return -ENOMEM;
+	if (wal < 64 * 1024)
+		wal = 64 * 1024;
+	r = pstore_create(&h->s, path, wal, h->pa.err, h->pa.elen);
+	if (r) {
+		free_handle(h);
+		return r;
+	}
+	h->s.async = o && (o->flags & SEFER_P_ASYNC);
+	h->pa.ops = all_ops[kind];
+	r = h->pa.ops->create(&h->pa);
+	if (!r)
+		r = pstore_wait(&h->s, h->pa.seq);
+	if (r) {
+		pa_msg(&h->pa, "%s: cannot write the allocator header: %s", path, strerror(-r));
+		pstore_close(&h->s, false);
+		free_handle(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefer_pstore **out)
+{
+	struct sefer_precovery rep = { 0 };
+	struct pstore_open_info info;
+	struct sefer_pstore *h;
+	uint64_t t0 = now_us();
+	char magic[4];
+	int r, kind;
+
+	*out = NULL;
+	h = new_handle(o);
+	if (!h)
+		return -ENOMEM;
+	r = pstore_open(&h->s, path, &info, h->pa.err, h->pa.elen);
+	if (r) {
+		free_handle(h);
+		return r;
+	}
+	rep.clean = info.clean;
+	rep.wal_records = info.replayed;
+	r = -EUCLEAN;
+	if (pstore_len(&h->s) < PA_HDR_END) {
+		pa_msg(&h->pa, "%s: truncated allocator header (payload is %llu bytes)", path,
+		       (unsigned long long)pstore_len(&h->s));
+		goto fail;
+	}
+	r = pstore_read(&h->s, 0, magic, 4);
+	if (r)
+		goto fail;
+	for (kind = 0; kind < SEFER_PALLOC_KINDS; kind++)
+		if (!memcmp(magic, kind_magic[kind], 4))
+			break;
+	r = -EUCLEAN;
+	if (kind == SEFER_PALLOC_KINDS) {
+		pa_msg(&h->pa, "%s: bad allocator magic %02x%02x%02x%02x", path, (uint8_t)magic[0],
+		       (uint8_t)magic[1], (uint8_t)magic[2], (uint8_t)magic[3]);
+		goto fail;
+	}
+	if (!all_ops[kind]) {
+		r = -EOPNOTSUPP;
+		pa_msg(&h->pa, "%s: allocator %s is not built in", path, kind_names[kind]);
+		goto fail;
+	}
+	h->pa.ops = all_ops[kind];
+	r = h->pa.ops->open(&h->pa, !info.clean && !(o && (o->flags & SEFER_P_NOSCAN)), &rep);
+	if (r) {
+		pa_msg(&h->pa, "%s: %s allocator refused the file: %s", path, h->pa.ops->name,
+		       strerror(-r));
+		goto fail;
+	}
+	r = pstore_finish_open(&h->s, &rep.bytes_trimmed);
+	if (r) {
+		pa_msg(&h->pa, "%s: cannot commit recovery: %s", path, strerror(-r));
+		goto fail;
+	}
+	h->s.async = o && (o->flags & SEFER_P_ASYNC);
+	h->s.syncs = 0;
+	rep.usec = now_us() - t0;
+	if (o && o->report)
+		*o->report = rep;
+	*out = h;
+	return 0;
+fail:
+	pstore_close(&h->s, false);
+	free_handle(h);
+	return r;
+}
+
+int sefer_pstore_close(struct sefer_pstore *h)
+{
+	int r;
+
+	if (!h)
+		return 0;
+	r = pstore_close(&h->s, !h->pa.dead && !h->s.err);
+	if (!r)
+		r = h->pa.dead ? h->pa.dead : h->s.err;
+	free_handle(h);
+	return r;
+}
+
+/* ---------------------------------------------------------------- operations */
+
+/* Wait for the op's record: after unlocking (group commit) or before. */
+static int finish(struct sefer_pstore *h, int r)
+{
+	uint64_t seq = r ? 0 : h->pa.seq;
+
+	h->pa.seq = 0;
+	if (h->pa.ops->group_commit) {
+		pthread_mutex_unlock(&h->pa.lock);
+		return r ? r : pstore_wait(&h->s, seq);
+	}
+	if (!r)
+		r = pstore_wait(&h->s, seq);
+	pthread_mutex_unlock(&h->pa.lock);
+	return r;
+}
+
+static int enter(struct sefer_pstore *h)
+{
+	atomic_fetch_add_explicit(&h->ops, 1, memory_order_relaxed);
+	pthread_mutex_lock(&h->pa.lock);
+	if (h->pa.dead || h->s.err) {
+		int r = h->pa.dead ? h->pa.dead : h->s.err;
+
+		pthread_mutex_unlock(&h->pa.lock);
+		return r;
+	}
+	h->pa.seq = 0;
+	return 0;
+}
+
+int sefer_palloc(struct sefer_pstore *h, size_t size, uint64_t *off)
+{
+	int r = enter(h);
+
+	return r ? r : finish(h, h->pa.ops->alloc(&h->pa, size, off));
+}
+
+int sefer_pfree(struct sefer_pstore *h, uint64_t off)
+{
+	int r = enter(h);
+
+	return r ? r : finish(h, h->pa.ops->free(&h->pa, off));
+}
+
+int sefer_prealloc(struct sefer_pstore *h, uint64_t off, size_t size, uint64_t *newoff)
+{
+	int r = enter(h);
+
+	if (r)
+		return r;
+	r = h->pa.ops->realloc(&h->pa, off, size, newoff);
+	if (r != -E2BIG)
+		return finish(h, r);
+	/* Too big to copy in one record: alloc, copy in pieces, free (a crash leaks the new). */
+	uint64_t keep = h->pa.ops->usable(&h->pa, off), n;
+
+	r = finish(h, 0);
+	if (keep > size)
+		keep = size;
+	r = sefer_palloc(h, size, &n);
+	size_t chunk = pstore_max_record(&h->s) / 2;
+	uint8_t *tmp = r ? NULL : malloc(chunk);
+
+	if (!r && !tmp)
+		r = -ENOMEM;
+	for (uint64_t p = 0; !r && p < keep; p += chunk) {
+		size_t c = keep - p < chunk ? keep - p : chunk;
+
+		r = sefer_pread(h, off, p, tmp, c);
+		if (!r)
+			r = sefer_pwrite(h, n, p, tmp, c);
+	}
+	free(tmp);
+	if (!r)
+		r = sefer_pfree(h, off);
+	if (!r)
+		*newoff = n;
+	return r;
+}
+
+size_t sefer_pusable(struct sefer_pstore *h, uint64_t off)
+{
+	uint64_t u;
+
+	pthread_mutex_lock(&h->pa.lock);
+	u = h->pa.ops->usable(&h->pa, off);
+	pthread_mutex_unlock(&h->pa.lock);
+	return u;
+}
+
+int sefer_pwrite(struct sefer_pstore *h, uint64_t off, uint64_t pos, const void *buf, size_t len)
+{
+	size_t chunk = pstore_max_record(&h->s) - 64;
+	const uint8_t *p = buf;
+	int r = 0;
+
+	do {
+		size_t n = len < chunk ? len : chunk;
+
+		r = enter(h);
+		if (r)
+			return r;
+		uint64_t u = h->pa.ops->usable(&h->pa, off);
+
+		if (!u || pos + len > u || pos + len < pos) {
+			pthread_mutex_unlock(&h->pa.lock);
+			return -EINVAL;
+		}
+		pstore_tx_begin(&h->s);
+		pstore_tx_blob(&h->s, off + pos, p, n);
+		r = finish(h, pa_commit(&h->pa));
+		p += n;
+		pos += n;
+		len -= n;
+	} while (!r && len);
+	return r;
+}
+
+int sefer_pread(struct sefer_pstore *h, uint64_t off, uint64_t pos, void *buf, size_t len)
+{
+	uint64_t u = sefer_pusable(h, off);
+
+	if (!u || pos + len > u || pos + len < pos)
+		return -EINVAL;
+	return pstore_read(&h->s, off + pos, buf, len);
+}
+
+int sefer_pset_root(struct sefer_pstore *h, uint64_t off)
+{
+	int r = enter(h);
+
+	if (r)
+		return r;
+	if (off && !h->pa.ops->usable(&h->pa, off)) {
+		pthread_mutex_unlock(&h->pa.lock);
+		return -EINVAL;
+	}
+	pstore_tx_begin(&h->s);
+	pa_put_word(&h->pa, PA_ROOT_OFF, off);
+	return finish(h, pa_commit(&h->pa));
+}
+
+uint64_t sefer_pget_root(struct sefer_pstore *h)
+{
+	uint64_t v = 0;
+
+	pthread_mutex_lock(&h->pa.lock);
+	if (pa_get_word(&h->pa, PA_ROOT_OFF, &v))
+		v = 0;
+	pthread_mutex_unlock(&h->pa.lock);
+	return v;
+}
+
+int sefer_psync(struct sefer_pstore *h)
+{
+	return pstore_sync_all(&h->s);
+}
+
+int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed)
+{
+	uint64_t m, t;
+	int r = enter(h);
+
+	if (r)
+		return r;
+	r = finish(h, h->pa.ops->compact(&h->pa, merged ? merged : &m, trimmed ? trimmed : &t));
+	if (!r)
+		r = pstore_sync_all(&h->s);
+	return r;
+}
+
+int sefer_pstats(struct sefer_pstore *h, struct sefer_pstats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&h->pa.lock);
+	for (int k = 0; k < SEFER_PALLOC_KINDS; k++)
+		if (all_ops[k] == h->pa.ops)
+			st->kind = (enum sefer_palloc_kind)k;
+	st->allocator = h->pa.ops->name;
+	st->ops = atomic_load(&h->ops);
+	pthread_mutex_lock(&h->s.lock);
+	st->syncs = h->s.syncs;
+	st->wal_records = h->s.records;
+	st->checkpoints = h->s.ckpt_count;
+	st->payload_bytes = h->s.len;
+	st->file_bytes = h->s.file_len;
+	pthread_mutex_unlock(&h->s.lock);
+	h->pa.ops->stats(&h->pa, st);
+	pthread_mutex_unlock(&h->pa.lock);
+	return 0;
+}
+
+int sefer_pverify(struct sefer_pstore *h, struct sefer_pverify *v)
+{
+	int r;
+
+	memset(v, 0, sizeof(*v));
+	pthread_mutex_lock(&h->pa.lock);
+	r = h->pa.ops->verify(&h->pa, v);
+	pthread_mutex_unlock(&h->pa.lock);
+	if (r && !v->msg[0])
+		snprintf(v->msg, sizeof(v->msg), "%s", strerror(-r));
+	if (r)
+		v->errors = v->errors ? v->errors : 1;
+	return r;
+}
+
+int sefer_pwalk(struct sefer_pstore *h, int (*fn)(void *, uint64_t, uint64_t), void *arg)
+{
+	int r;
+
+	pthread_mutex_lock(&h->pa.lock);
+	r = h->pa.ops->walk(&h->pa, fn, arg);
+	pthread_mutex_unlock(&h->pa.lock);
+	return r;
+}

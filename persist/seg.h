@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* Size classes of the segregated allocator (persist/seg.c), exported for the unit tests. */
+#ifndef SEFER_PERSIST_SEG_H
+#define SEFER_PERSIST_SEG_H
+
+#include <stdint.h>
+
+#define SEG_NUM_CLASSES 33
+
+unsigned seg_class(uint64_t bsize);		/* smallest class with size >= bsize */
+uint64_t seg_class_size(unsigned c);		/* UINT64_MAX for the oversized class */
+unsigned seg_list(uint64_t bsize);		/* list of a free block: largest class <= bsize */
+
+#endif
