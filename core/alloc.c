@@ -149,7 +149,7 @@ void *realloc_any(void *p, size_t size)
  */
 void *aligned_any(size_t align, size_t size)
 {
-	if (align <= GRANULE)
+	if (is_pow2(align) && align <= GRANULE)
 		return sefer_malloc_inline(size);
 	if (!is_pow2(align) || align > SEGMENT_SIZE / 2 || size > PTRDIFF_MAX) {
 		errno = is_pow2(align) ? ENOMEM : EINVAL;

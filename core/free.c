@@ -145,11 +145,11 @@ void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p)
 		free_local_block(heap, seg, pg, p);
 		return;
 	}
+	if (heap == &heap_empty && !(heap = heap_init_thread()))
+		heap = &heap_empty; /* no heap to be had: still free, as a cross-thread free */
 	if (!owner) {
 		/* Abandoned by an exited thread: adopt it, then the free is local. */
-		if (heap == &heap_empty)
-			heap = heap_init_thread();
-		if (heap) {
+		if (heap != &heap_empty) {
 			struct heap *expect = NULL;
 
 			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
@@ -165,8 +165,6 @@ void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p)
 				free_local_block(heap, seg, pg, p);
 				return;
 			}
-		} else {
-			heap = &heap_empty;
 		}
 	}
 	xthread_free(heap, seg, pg, p);

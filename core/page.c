@@ -246,21 +246,28 @@ void heap_drain_delayed(struct heap *heap)
 	}
 }
 
-/* used dropped to 0 on a local free. Keep the page if it is its bin's only one. */
+/*
+ * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
+ * it moves to the front of its queue; it is given back only when the front page is empty too
+ * (two empty pages in one bin), so alloc-N/free-N patterns do not map and carve a page per
+ * round. heap_collect() and thread exit give back the remaining empty pages.
+ */
 void page_retire(struct heap *heap, struct page *pg)
 {
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
-	if (pg->flags & PAGE_FULL)
-		return;
-	if (q->first == pg && !pg->next)
+	if ((pg->flags & PAGE_FULL) || q->first == pg)
 		return;
 	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)
 		return; /* on the delayed list: retired when drained and freed again */
 	queue_remove(q, pg);
+	if (q->first && q->first->used == 0) {
+		span_free(heap, pg);
+		return;
+	}
+	queue_push_front(q, pg);
 	heap_direct_update(heap, pg->bin);
-	span_free(heap, pg);
 }
 
 static void heap_purge_due(struct heap *heap, bool force)

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/* API contracts: alignment, no overlap, realloc keeps contents, usable size, calloc zeroes. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+START_TEST(no_overlap_and_alignment)
+{
+	enum { N = 3000 };
+	static uint8_t *p[N];
+	static size_t sz[N];
+
+	for (int i = 0; i < N; i++) {
+		sz[i] = (size_t)(i * 7919) % 20000 + (size_t)(i % 3 == 0 ? 0 : 1);
+		p[i] = sefer_malloc(sz[i]);
+		ck_assert_ptr_nonnull(p[i]);
+		ck_assert_uint_eq((uintptr_t)p[i] % 16, 0);
+		ck_assert_uint_ge(sefer_usable_size(p[i]), sz[i]);
+		memset(p[i], (int)(i & 0xff), sz[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		size_t j = 0;
+
+		while (j < sz[i] && p[i][j] == (uint8_t)(i & 0xff))
+			j++;
+		ck_assert_msg(j == sz[i], "block %d byte %zu overwritten", i, j);
+	}
+	for (int i = 0; i < N; i++)
+		sefer_free(p[i]);
+}
+END_TEST
+
+START_TEST(malloc_zero_is_unique)
+{
+	void *a = sefer_malloc(0), *b = sefer_malloc(0);
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(a, b);
+	sefer_free(a);
+	sefer_free(b);
+	sefer_free(NULL);
+}
+END_TEST
+
+START_TEST(realloc_keeps_contents)
+{
+	uint8_t *p = sefer_malloc(1);
+
+	size_t old = 1;
+
+	p[0] = 0xab;
+	for (size_t n = 2; n <= ((size_t)8 << 20); n = n * 2 + 3) {
+		p = sefer_realloc(p, n);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq(p[0], 0xab);
+		size_t j = 1;
+
+		while (j < old && j < 4096 && p[j] == (uint8_t)j)
+			j++;
+		ck_assert_msg(j == old || j == 4096, "realloc to %zu lost byte %zu", n, j);
+		for (j = 1; j < n && j < 4096; j++)
+			p[j] = (uint8_t)j;
+		old = n;
+	}
+	/* shrink keeps the prefix */
+	p = sefer_realloc(p, 100);
+	ck_assert_uint_eq(p[0], 0xab);
+	size_t k = 1;
+
+	while (k < 100 && p[k] == (uint8_t)k)
+		k++;
+	ck_assert_uint_eq(k, 100);
+	/* in place when it fits */
+	void *q = sefer_realloc(p, 90);
+
+	ck_assert_ptr_eq(q, p);
+	ck_assert_ptr_null(sefer_realloc(q, 0)); /* frees, like glibc */
+	p = sefer_realloc(NULL, 10);
+	ck_assert_ptr_nonnull(p);
+	sefer_free(p);
+}
+END_TEST
+
+START_TEST(calloc_zeroes)
+{
+	for (int round = 0; round < 3; round++) {
+		for (size_t n = 1; n < ((size_t)3 << 20); n = n * 3 + 1) {
+			uint8_t *d = sefer_malloc(n);
+
+			memset(d, 0xff, n); /* dirty blocks, so calloc must zero reused ones */
+			sefer_free(d);
+			uint8_t *p = sefer_calloc(n, 1);
+
+			ck_assert_ptr_nonnull(p);
+			size_t j = 0;
+
+			while (j < n && p[j] == 0)
+				j++;
+			ck_assert_msg(j == n, "calloc(%zu) byte %zu not zero", n, j);
+			memset(p, 0xee, n);
+			sefer_free(p);
+		}
+	}
+}
+END_TEST
+
+START_TEST(overflow_checks)
+{
+	errno = 0;
+	ck_assert_ptr_null(sefer_calloc(SIZE_MAX / 2, 3));
+	ck_assert_int_eq(errno, ENOMEM);
+	void *p = sefer_malloc(16);
+
+	errno = 0;
+	ck_assert_ptr_null(sefer_reallocarray(p, SIZE_MAX / 4, 8));
+	ck_assert_int_eq(errno, ENOMEM);
+	p = sefer_reallocarray(p, 10, 10);
+	ck_assert_ptr_nonnull(p);
+	sefer_free(p);
+	errno = 0;
+	ck_assert_ptr_null(sefer_malloc(SIZE_MAX - 100));
+	ck_assert_int_eq(errno, ENOMEM);
+	errno = 0;
+	ck_assert_ptr_null(sefer_malloc((size_t)PTRDIFF_MAX + 1));
+	ck_assert_int_eq(errno, ENOMEM);
+}
+END_TEST
+
+START_TEST(aligned_allocation)
+{
+	for (size_t a = 1; a <= ((size_t)1 << 20); a <<= 1) {
+		for (size_t n = 1; n < 300000; n = n * 5 + 3) {
+			uint8_t *p = sefer_aligned_alloc(a, n);
+
+			ck_assert_ptr_nonnull(p);
+			ck_assert_msg((uintptr_t)p % a == 0, "%p not aligned to %zu", (void *)p, a);
+			ck_assert_uint_ge(sefer_usable_size(p), n);
+			/* no waste beyond the alignment (plus the size class rounding) */
+			if (n <= (128 << 10) && a <= 65536)
+				ck_assert_uint_le(sefer_usable_size(p), (n + a) + (n + a) / 4 + 16);
+			p[0] = 1;
+			p[n - 1] = 2;
+			sefer_free(p);
+		}
+		void *q = NULL;
+
+		if (a >= sizeof(void *)) {
+			ck_assert_int_eq(sefer_posix_memalign(&q, a, 100), 0);
+			ck_assert_uint_eq((uintptr_t)q % a, 0);
+			sefer_free(q);
+		}
+	}
+	void *q = (void *)1;
+
+	ck_assert_int_eq(sefer_posix_memalign(&q, 24, 100), EINVAL);
+	ck_assert_int_eq(sefer_posix_memalign(&q, 2, 100), EINVAL);
+	ck_assert_ptr_eq(q, (void *)1);
+	uint8_t *v = sefer_valloc(100);
+
+	ck_assert_uint_eq((uintptr_t)v % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
+	sefer_free(v);
+	v = sefer_pvalloc(100);
+	ck_assert_uint_eq((uintptr_t)v % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
+	ck_assert_uint_ge(sefer_usable_size(v), (size_t)sysconf(_SC_PAGESIZE));
+	sefer_free(v);
+	v = sefer_memalign(4096, 10);
+	ck_assert_uint_eq((uintptr_t)v % 4096, 0);
+	sefer_free(v);
+	ck_assert_ptr_null(sefer_aligned_alloc(3, 10));
+	ck_assert_ptr_null(sefer_aligned_alloc(sefer_max_alignment() * 2, 10));
+}
+END_TEST
+
+START_TEST(reuse_after_free)
+{
+	/* A freed block is handed out again: churn does not grow the heap. */
+	struct sefer_stats before, after;
+	void *p[256];
+
+	for (int i = 0; i < 256; i++)
+		p[i] = sefer_malloc(48);
+	sefer_stats_get(&before);
+	for (int r = 0; r < 10000; r++) {
+		int k = (r * 131) % 256;
+
+		sefer_free(p[k]);
+		p[k] = sefer_malloc(48);
+	}
+	sefer_stats_get(&after);
+	ck_assert_uint_eq(after.segments_peak, before.segments_peak);
+	for (int i = 0; i < 256; i++)
+		sefer_free(p[i]);
+}
+END_TEST
+
+Suite *api_suite(void)
+{
+	Suite *s = suite_create("api");
+	TCase *tc = tcase_create("contracts");
+
+	tcase_add_test(tc, no_overlap_and_alignment);
+	tcase_add_test(tc, malloc_zero_is_unique);
+	tcase_add_test(tc, realloc_keeps_contents);
+	tcase_add_test(tc, calloc_zeroes);
+	tcase_add_test(tc, overflow_checks);
+	tcase_add_test(tc, aligned_allocation);
+	tcase_add_test(tc, reuse_after_free);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}

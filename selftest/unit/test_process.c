@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Whole-process behaviour, each case in a fresh child (this binary re-executed): invalid and
+ * double frees are reported with the address and abort (or continue with SEFER_ON_ERROR=warn),
+ * bad SEFER_* values are named, out of memory returns NULL/ENOMEM, fork from a threaded parent.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+static char out[8192];
+
+static void *free_it(void *p)
+{
+	sefer_free(p);
+	return NULL;
+}
+
+static atomic_int stop_spin;
+
+static void *spin_alloc(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_spin)) {
+		void *p[64];
+
+		for (int i = 0; i < 64; i++)
+			p[i] = sefer_malloc((size_t)i * 24 + 1);
+		for (int i = 0; i < 64; i++)
+			sefer_free(p[i]);
+	}
+	return NULL;
+}
+
+int child_main(const char *mode)
+{
+	char *p;
+
+	if (!strcmp(mode, "double-free") || !strcmp(mode, "warn")) {
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		sefer_free(p);
+		sefer_free(p);
+		/* only reached with SEFER_ON_ERROR=warn: the heap must still be sound */
+		void *q[100];
+
+		for (int i = 0; i < 100; i++)
+			q[i] = sefer_malloc(64);
+		for (int i = 0; i < 100; i++)
+			for (int j = i + 1; j < 100; j++)
+				if (q[i] == q[j])
+					return 3; /* the double free corrupted the free list */
+		for (int i = 0; i < 100; i++)
+			sefer_free(q[i]);
+		return sefer_check_heap() ? 4 : 0;
+	}
+	if (!strcmp(mode, "xthread-double-free")) {
+		pthread_t t;
+
+		p = sefer_malloc(64);
+		sefer_malloc(64); /* keep the page alive */
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		pthread_create(&t, NULL, free_it, p);
+		pthread_join(t, NULL);
+		pthread_create(&t, NULL, free_it, p);
+		pthread_join(t, NULL);
+		return 0;
+	}
+	if (!strcmp(mode, "invalid-free")) {
+		static char not_ours[64];
+
+		fprintf(stderr, "addr=%p\n", (void *)not_ours);
+		sefer_free(not_ours);
+		return 0;
+	}
+	if (!strcmp(mode, "interior-free")) {
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)(p + 16));
+		sefer_free(p + 16);
+		return 0;
+	}
+	if (!strcmp(mode, "large-double-free")) {
+		p = sefer_malloc((size_t)8 << 20);
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		sefer_free(p);
+		sefer_free(p);
+		return 0;
+	}
+	if (!strcmp(mode, "bad-env")) {
+		p = sefer_malloc(10);
+		sefer_free(p);
+		return 0;
+	}
+	if (!strcmp(mode, "oom")) {
+		struct rlimit rl = { (rlim_t)512 << 20, (rlim_t)512 << 20 };
+		size_t n = 0;
+
+		if (setrlimit(RLIMIT_AS, &rl))
+			return 10;
+		errno = 0;
+		if (sefer_malloc((size_t)1 << 30) || errno != ENOMEM)
+			return 11;
+		errno = 0;
+		if (sefer_calloc(1, (size_t)700 << 20) || errno != ENOMEM)
+			return 12;
+		for (;;) { /* small blocks until the address space runs out: NULL, not a crash */
+			errno = 0;
+			p = sefer_malloc(1000);
+			if (!p)
+				break;
+			p[0] = 1;
+			n++;
+		}
+		if (errno != ENOMEM || n < 1000)
+			return 13;
+		fprintf(stderr, "oom after %zu blocks\n", n);
+		return 0;
+	}
+	if (!strcmp(mode, "fork")) {
+		pthread_t t[4];
+
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, spin_alloc, NULL);
+		for (int round = 0; round < 50; round++) {
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				/* the other threads are gone, maybe mid-allocation: we must still work */
+				for (int i = 0; i < 10000; i++)
+					sefer_free(sefer_malloc((size_t)i % 5000));
+				pthread_t c;
+
+				pthread_create(&c, NULL, spin_alloc, NULL);
+				atomic_store(&stop_spin, 1);
+				pthread_join(c, NULL);
+				_exit(sefer_check_heap() ? 2 : 0);
+			}
+			int st;
+
+			waitpid(pid, &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st))
+				return 20;
+		}
+		atomic_store(&stop_spin, 1);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		return 0;
+	}
+	return 99;
+}
+
+/* The child printed "addr=0x..." first: the report must name that address and the reason. */
+static void expect_report(const char *mode, const char *const *env, const char *what,
+			  const char *reason, bool aborts)
+{
+	int st = run_child(mode, env, out, sizeof(out));
+	char want[128];
+	const char *a = strstr(out, "addr=");
+
+	ck_assert_msg(a, "child printed no address: %s", out);
+	snprintf(want, sizeof(want), "sefer: %s of %.*s (", what, (int)strcspn(a + 5, "\n"), a + 5);
+	ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+	ck_assert_msg(strstr(out, reason), "expected reason '%s' in: %s", reason, out);
+	if (aborts)
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d: %s", st, out);
+	else
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+}
+
+START_TEST(double_free_aborts)
+{
+	expect_report("double-free", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(xthread_double_free_aborts)
+{
+	expect_report("xthread-double-free", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(invalid_free_aborts)
+{
+	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
+}
+END_TEST
+
+START_TEST(interior_free_aborts)
+{
+	expect_report("interior-free", NULL, "invalid free", "inside of a block", true);
+}
+END_TEST
+
+START_TEST(large_double_free_aborts)
+{
+	/* the segment went back to the OS at the first free: the table no longer knows it */
+	expect_report("large-double-free", NULL, "invalid free", "not allocated by sefer", true);
+}
+END_TEST
+
+START_TEST(warn_mode_continues)
+{
+	static const char *const env[] = { "SEFER_ON_ERROR=warn", NULL };
+
+	expect_report("warn", env, "double free", "already free", false);
+}
+END_TEST
+
+START_TEST(bad_env_named)
+{
+	static const char *const env[] = { "SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe",
+					   "SEFER_SHOW_STATS=yes", NULL };
+	int st = run_child("bad-env", env, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "bad value 'soon' for SEFER_PURGE_DELAY_MS"), "%s", out);
+	ck_assert_msg(strstr(out, "bad value 'maybe' for SEFER_ON_ERROR"), "%s", out);
+	ck_assert_msg(strstr(out, "bad value 'yes' for SEFER_SHOW_STATS"), "%s", out);
+}
+END_TEST
+
+START_TEST(out_of_memory)
+{
+	int st = run_child("oom", NULL, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "oom after"), "%s", out);
+}
+END_TEST
+
+START_TEST(fork_from_threads)
+{
+	int st = run_child("fork", NULL, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+}
+END_TEST
+
+Suite *process_suite(void)
+{
+	Suite *s = suite_create("process");
+	TCase *tc = tcase_create("errors");
+	TCase *tp = tcase_create("process");
+
+	tcase_add_test(tc, double_free_aborts);
+	tcase_add_test(tc, xthread_double_free_aborts);
+	tcase_add_test(tc, invalid_free_aborts);
+	tcase_add_test(tc, interior_free_aborts);
+	tcase_add_test(tc, large_double_free_aborts);
+	tcase_add_test(tc, warn_mode_continues);
+	tcase_add_test(tc, bad_env_named);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tp, out_of_memory);
+	tcase_add_test(tp, fork_from_threads);
+	tcase_set_timeout(tp, 120);
+	suite_add_tcase(s, tp);
+	return s;
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/* Threads: cross-thread free reuse, exit while others free, adoption, stats. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+
+#define RING 4096
+
+/* A single-producer single-consumer ring of pointers. */
+struct ring {
+	void *_Atomic slot[RING];
+	atomic_long stop;
+};
+
+static void *consumer(void *arg)
+{
+	struct ring *r = arg;
+	size_t i = 0;
+
+	for (;;) {
+		void *p = atomic_exchange(&r->slot[i % RING], NULL);
+
+		if (p) {
+			ck_assert_uint_eq(((uint8_t *)p)[0], 0x5a);
+			sefer_free(p);
+			i++;
+		} else if (atomic_load(&r->stop)) {
+			if (!atomic_load(&r->slot[i % RING]))
+				break;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(producer_consumer_bounded)
+{
+	/* One thread allocates, another frees: cross-thread frees must be reused, so the
+	 * heap stays bounded no matter how many blocks pass through. */
+	static struct ring r;
+	pthread_t t;
+	struct sefer_stats st0, st1;
+
+	memset(&r, 0, sizeof(r));
+	pthread_create(&t, NULL, consumer, &r);
+	sefer_stats_get(&st0);
+	for (size_t i = 0; i < 4000000; i++) {
+		uint8_t *p = sefer_malloc(16 + (i % 8) * 48);
+
+		p[0] = 0x5a;
+		while (atomic_load(&r.slot[i % RING]))
+			;
+		atomic_store(&r.slot[i % RING], p);
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	sefer_stats_get(&st1);
+	/* 4M blocks of up to 400 B (~1 GB in total) passed through; at most RING live at once. */
+	ck_assert_msg(st1.segments_peak - st0.segments_peak <= 4,
+		      "heap grew by %llu segments", (unsigned long long)(st1.segments_peak - st0.segments_peak));
+	ck_assert_uint_ge(st1.xthread_frees - st0.xthread_frees, 3000000);
+}
+END_TEST
+
+#define NT 4
+static void *_Atomic handoff[NT][1000];
+
+static void *alloc_and_exit(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+
+	for (int i = 0; i < 1000; i++) {
+		uint8_t *p = sefer_malloc((size_t)(i % 50) * 20 + 8);
+
+		memset(p, id, 8);
+		atomic_store(&handoff[id][i], p);
+	}
+	return NULL; /* exits with every block still live: its segments are abandoned */
+}
+
+START_TEST(exit_while_others_free)
+{
+	pthread_t t[NT];
+	struct sefer_stats st;
+
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < NT; i++)
+			pthread_create(&t[i], NULL, alloc_and_exit, (void *)(intptr_t)i);
+		for (int i = 0; i < NT; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < NT; i++)
+			for (int j = 0; j < 1000; j++) {
+				uint8_t *p = atomic_exchange(&handoff[i][j], NULL);
+
+				ck_assert_uint_eq(p[0], (uint8_t)i);
+				sefer_free(p); /* abandoned: adopted by this thread on free */
+			}
+	}
+	sefer_stats_get(&st);
+	ck_assert_uint_gt(st.reclaimed, 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20000; i++)
+		sefer_free(sefer_malloc((size_t)i % 1000));
+	return NULL;
+}
+
+START_TEST(many_short_threads)
+{
+	/* Heaps of exited threads are pooled: 500 threads do not mean 500 heaps. */
+	struct sefer_stats st0, st1;
+
+	sefer_stats_get(&st0);
+	for (int i = 0; i < 250; i++) {
+		pthread_t a, b;
+
+		pthread_create(&a, NULL, churn, NULL);
+		pthread_create(&b, NULL, churn, NULL);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+	}
+	sefer_stats_get(&st1);
+	ck_assert_uint_le(st1.threads - st0.threads, 4);
+	ck_assert_uint_le(st1.segments, st0.segments + 4);
+}
+END_TEST
+
+Suite *threads_suite(void)
+{
+	Suite *s = suite_create("threads");
+	TCase *tc = tcase_create("xthread");
+
+	tcase_add_test(tc, producer_consumer_bounded);
+	tcase_add_test(tc, exit_while_others_free);
+	tcase_add_test(tc, many_short_threads);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}

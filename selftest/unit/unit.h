@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers of the Check unit tests. Every suite is one file; main.c runs them all. */
+#ifndef SEFER_SELFTEST_UNIT_H
+#define SEFER_SELFTEST_UNIT_H
+
+#include <check.h>
+#include <stddef.h>
+
+#include "sefer.h"
+
+Suite *bins_suite(void);
+Suite *segment_suite(void);
+Suite *api_suite(void);
+Suite *threads_suite(void);
+Suite *process_suite(void);
+Suite *options_suite(void);
+
+/* Resident set size of this process in bytes, from /proc/self/statm. */
+size_t rss_bytes(void);
+
+/*
+ * Run this test binary again as a child with `mode` as its argument and env assignments
+ * `env` (NULL-terminated, may be NULL); capture its stderr into buf. Returns the raw wait
+ * status. The child runs child_main() (main.c) which dispatches on mode.
+ */
+int run_child(const char *mode, const char *const *env, char *buf, size_t len);
+int child_main(const char *mode);
+
+#endif
