@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+# bench/bench.mk - benchmark programs and the runner, included by the top Makefile.
+#
+#   make bench [QUICK=1] [THREADS=1,2,4,8] [BENCH_ONLY=regex] [BENCH_ALLOC=sefer,mimalloc]
+#       every workload and real program under sefer (the configured build),
+#       glibc, mimalloc, jemalloc and tcmalloc; writes bench/results/latest.{csv,md,png}
+#   make bench-headline
+#       steady churn + larson at 1 and 2 threads under glibc, mimalloc and sefer (~30 s)
+#   make bench-progs
+#       just build the programs into $(objtree)/bench/
+#
+# The programs are ordinary programs that call malloc: they are built with plain gcc, not
+# with SEFER_CFLAGS, and the allocator under test is swapped in with LD_PRELOAD.
+
+bench-names := bulk steady vecgrow larson mstress prodcons large
+bench-progs := $(addprefix $(objtree)/bench/,$(bench-names))
+BENCH_CC ?= gcc
+BENCH_CFLAGS := -std=gnu11 -O2 -pthread -Wall -Wextra
+BENCH_RUN := /usr/bin/python3 $(srctree)/bench/run.py --bindir $(objtree)/bench \
+	--sefer $(shared-lib)
+
+$(objtree)/bench/%: $(srctree)/bench/%.c $(srctree)/bench/common.h
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+
+bench-progs: $(bench-progs)
+
+# bench-persist (persist/persist.mk or bench/persist/) runs too when someone has defined it.
+bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(srctree)/persist/persist.mk \
+	$(wildcard $(srctree)/bench/persist/*.mk) && echo y)
+
+bench: all $(bench-progs)
+	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
+		$(if $(BENCH_ONLY),--only '$(BENCH_ONLY)') \
+		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) --out $(srctree)/bench/results
+	$(Q)$(if $(bench-persist-defined),$(MAKE) -f $(srctree)/Makefile O=$(O) \
+		$(if $(QUICK),QUICK=$(QUICK)) bench-persist)
+
+bench-headline: all $(addprefix $(objtree)/bench/,steady larson)
+	$(Q)$(BENCH_RUN) --headline
+
+.PHONY: bench bench-headline bench-progs

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prodcons: one producer thread allocates, the other threads free.
+ *
+ * Worker 0 allocates blocks of random size 16..1024 B, writes them and
+ * passes them round-robin to the consumers (workers 1..N-1) through bounded
+ * single-producer single-consumer rings; consumers free what they receive.
+ * Models a pipeline stage or a network thread handing buffers to workers.
+ * Every free is a cross-thread free, and since at most RING blocks per
+ * consumer are in flight, the live set is bounded: peak RSS must stay
+ * bounded too, whatever the run length. An allocator that cannot hand
+ * remotely freed memory back to the producer shows it here as RSS growth.
+ *
+ *   prodcons --ops 4M --threads 3 [--pin] [--seed N]
+ *
+ * --threads counts the producer (so it must be at least 2); --ops is the
+ * total number of blocks produced. Reported ops count malloc and free.
+ */
+#include "common.h"
+
+#define RING 1024	/* power of two */
+
+struct ring {
+	_Alignas(64) _Atomic uint64_t head;	/* written by the producer */
+	_Alignas(64) _Atomic uint64_t tail;	/* written by the consumer */
+	_Alignas(64) void *slot[RING];
+};
+
+static struct ring *rings;
+static _Atomic int producer_done;
+
+static void produce(struct worker *w)
+{
+	int consumers = w->o->threads - 1;
+	uint64_t total = w->o->ops;
+	uint64_t *head = calloc((size_t)consumers, sizeof(*head));
+	uint64_t *tail = calloc((size_t)consumers, sizeof(*tail));
+	struct rng r;
+
+	if (!head || !tail)
+		exit(1);
+	rng_init(&r, w->o->seed, 0);
+	uint64_t k;
+
+	for (k = 0; k < total; k++) {
+		int c = (int)(k % (uint64_t)consumers);
+		struct ring *q = &rings[c];
+		size_t n = 16 + rng_below(&r, 1024 - 16 + 1);
+		void *p = xmalloc(n);
+
+		touch(p, n);
+		while (head[c] - tail[c] == RING) {
+			tail[c] = atomic_load_explicit(&q->tail,
+						       memory_order_acquire);
+			if (head[c] - tail[c] == RING)
+				sched_yield();
+		}
+		q->slot[head[c] & (RING - 1)] = p;
+		head[c]++;
+		atomic_store_explicit(&q->head, head[c], memory_order_release);
+		if ((k & 4095) == 4095 && bench_expired(w)) {
+			k++;
+			break;
+		}
+	}
+	atomic_store_explicit(&producer_done, 1, memory_order_release);
+	free(head);
+	free(tail);
+	w->ops = k;
+}
+
+static void consume(struct worker *w)
+{
+	struct ring *q = &rings[w->idx - 1];
+	uint64_t tail = 0, freed = 0;
+
+	for (;;) {
+		uint64_t head = atomic_load_explicit(&q->head,
+						     memory_order_acquire);
+
+		if (head == tail) {
+			if (atomic_load_explicit(&producer_done,
+						 memory_order_acquire) &&
+			    atomic_load_explicit(&q->head,
+						 memory_order_acquire) == tail)
+				break;
+			sched_yield();
+			continue;
+		}
+		while (tail != head) {
+			free(q->slot[tail & (RING - 1)]);
+			tail++;
+			freed++;
+		}
+		atomic_store_explicit(&q->tail, tail, memory_order_release);
+	}
+	w->ops = freed;
+}
+
+static void worker(struct worker *w)
+{
+	if (w->idx == 0)
+		produce(w);
+	else
+		consume(w);
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = {
+		.name = "prodcons", .threads = 2, .ops = 1 << 22, .seed = 42,
+	};
+	uint64_t ops;
+	double secs;
+
+	bench_parse(&o, argc, argv, NULL);
+	if (o.threads < 2) {
+		fprintf(stderr, "prodcons: --threads must be at least 2\n");
+		return 2;
+	}
+	rings = aligned_alloc(64, sizeof(*rings) * (size_t)(o.threads - 1));
+	if (!rings)
+		return 1;
+	memset(rings, 0, sizeof(*rings) * (size_t)(o.threads - 1));
+	secs = bench_run_threads(&o, worker, NULL, &ops);
+	bench_report(&o, "1toN", ops, secs);
+	free(rings);
+	return 0;
+}

@@ -1,0 +1,824 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""sefer benchmark runner: sefer against glibc, mimalloc, jemalloc, tcmalloc.
+
+Usage (normally through make, see Documentation/benchmarks.rst):
+
+  run.py --bindir build/bench --sefer build/libsefer.so [--quick]
+         [--threads 1,2,4] [--reps N] [--only REGEX] [--alloc a,b]
+         [--out bench/results] [--no-real] [--headline]
+
+Each benchmark program prints one RESULT line (see bench/common.h). Every
+configuration runs once per repetition under every allocator, the allocator
+order rotating from one repetition to the next, so slow drifts of the machine
+spread evenly; the figure reported is the median over the repetitions.
+Results go to OUT/latest.csv, OUT/latest.md and OUT/latest.png (the headline
+mode writes BINDIR/headline.{csv,md} instead and leaves OUT alone).
+"""
+import argparse
+import csv
+import glob
+import math
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+# name, Debian package, soname.  glibc needs no preload; sefer is the build.
+PEERS = [
+    ("mimalloc", "libmimalloc2.0", "libmimalloc.so.2"),
+    ("jemalloc", "libjemalloc2", "libjemalloc.so.2"),
+    ("tcmalloc", "libtcmalloc-minimal4", "libtcmalloc_minimal.so.4"),
+]
+ORDER = ["sefer", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
+
+
+class Alloc:
+    def __init__(self, name, path, owner, version):
+        self.name = name
+        self.path = path        # LD_PRELOAD value, None for glibc
+        self.owner = owner      # basename of the object that must define malloc
+        self.version = version
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def find_peer(pkg, soname):
+    """The peer's .so from its Debian package, else from the usual dirs."""
+    for line in sh(["dpkg-query", "-L", pkg]).splitlines():
+        if os.path.basename(line) == soname and os.path.exists(line):
+            return os.path.realpath(line)
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+              "/usr/lib64", "/usr/lib", "/usr/local/lib"):
+        p = os.path.join(d, soname)
+        if os.path.exists(p):
+            return os.path.realpath(p)
+    return None
+
+
+def discover(sefer_path, wanted):
+    """Return (allocators present, [(name, why) missing])."""
+    found, missing = [], []
+    for name in ORDER:
+        if wanted and name not in wanted:
+            continue
+        if name == "glibc":
+            ver = platform.libc_ver()[1] or sh(["ldd", "--version"]).split("\n")[0]
+            found.append(Alloc("glibc", None, "libc.so.6", ver))
+        elif name == "sefer":
+            if sefer_path and os.path.exists(sefer_path):
+                commit = sh(["git", "-C", os.path.dirname(HERE), "rev-parse",
+                             "--short", "HEAD"])
+                found.append(Alloc("sefer", os.path.abspath(sefer_path),
+                                   os.path.basename(sefer_path), commit))
+            else:
+                missing.append(("sefer", "%s not built (run 'make')" %
+                                (sefer_path or "libsefer.so")))
+        else:
+            pkg, soname = next((p, s) for n, p, s in PEERS if n == name)
+            path = find_peer(pkg, soname)
+            if path:
+                ver = sh(["dpkg-query", "-W", "-f=${Version}", pkg]) or "?"
+                # dladdr names the object by the path it was loaded as, so
+                # preload the soname path, not the resolved file.
+                found.append(Alloc(name, os.path.join(os.path.dirname(path), soname),
+                                   soname, ver))
+            else:
+                missing.append((name, "%s not found: install Debian package %s "
+                                "(scripts/install-deps)" % (soname, pkg)))
+    return found, missing
+
+
+def parse_threads(spec):
+    out = []
+    for part in spec.replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:(?:-|\.\.)(\d+))?", part)
+        if not m:
+            sys.exit("run.py: bad THREADS spec %r (use e.g. 1,2,4 or 1-16)" % spec)
+        lo = int(m.group(1))
+        hi = int(m.group(2) or lo)
+        out.extend(range(lo, hi + 1))
+    return sorted(set(t for t in out if t >= 1))
+
+
+def default_threads():
+    n = os.cpu_count() or 1
+    ts = [1, 2, 4]
+    t = 8
+    while t <= n:
+        ts.append(t)
+        t *= 2
+    if n > 4 and n not in ts:
+        ts.append(n)
+    return sorted(ts)
+
+
+# ------------------------------------------------------------ configurations
+class Config:
+    """One benchmark configuration, run under every allocator."""
+
+    def __init__(self, section, bench, param, threads, pin, argv, stdin=None,
+                 kind="micro"):
+        self.section = section      # "micro" or "real"
+        self.bench = bench
+        self.param = param
+        self.threads = threads
+        self.pin = pin
+        self.argv = argv
+        self.stdin = stdin
+        self.kind = kind            # micro | python | sqlite | redis
+
+    @property
+    def key(self):
+        return (self.section, self.bench, self.param, self.threads, self.pin)
+
+    def label(self):
+        if self.section == "real":
+            return "%s %s" % (self.bench, self.param)
+        s = "%s %s t=%d" % (self.bench, self.param, self.threads)
+        return s + (" pin" if self.pin else "")
+
+
+# Per-thread op budgets: (quick, full). Sized so that mimalloc takes about
+# 0.05 s (quick) or 0.3 s (full) per run on the 2-vCPU reference VM; an
+# allocator that is much slower is cut by --max-secs (see common.h).
+BUDGET = {
+    "bulk": (6000000, 30000000),
+    "steady": (8000000, 40000000),
+    "vecgrow": (100000, 500000),
+    "larson": (800000, 4000000),
+    "mstress": (600, 3000),
+    "prodcons": (500000, 2500000),
+    "large": (20000, 100000),
+}
+
+
+def micro_configs(bindir, threads, quick, pin_all, only):
+    maxs = "0.25" if quick else "1.5"
+    qi = 0 if quick else 1
+    # pinned twins: everything threaded in full mode, the cross-thread
+    # workloads only in quick mode
+    pinned = (lambda b: b != "large") if pin_all else \
+        (lambda b: b in ("larson", "mstress"))
+    out = []
+
+    def add(bench, param, extra, ts):
+        for pin in (0, 1):
+            if pin and not pinned(bench):
+                continue
+            for t in ts:
+                argv = [os.path.join(bindir, bench), "--threads", str(t),
+                        "--ops", str(BUDGET[bench][qi]), "--max-secs", maxs,
+                        "--seed", "42"] + extra + (["--pin"] if pin else [])
+                c = Config("micro", bench, param, t, pin, argv)
+                if not only or re.search(only, c.label()):
+                    out.append(c)
+
+    for size in (16, 64, 256, 1024):
+        add("bulk", "%dB" % size, ["--size", str(size)], threads)
+    add("steady", "256live", [], threads)
+    add("vecgrow", "1..512", [], threads)
+    add("larson", "768slots", [], threads)
+    add("mstress", "512mixed", [], threads)
+    add("prodcons", "1toN", [], [t for t in threads if t >= 2])
+    for mib in (4, 16, 64):
+        add("large", "%dM" % mib, ["--size", "%dM" % mib], threads)
+    return out
+
+
+def real_configs(bindir, quick, only):
+    out = []
+    scale = "1" if quick else "4"
+    out.append(Config("real", "python3", "pywork x%s" % scale, 1, 0,
+                      [PY, os.path.join(HERE, "programs", "pywork.py"), scale, "42"],
+                      kind="python"))
+    rows = 10000 if quick else 40000
+    sql = os.path.join(bindir, "sqlite-%d.sql" % rows)
+    if not os.path.exists(sql):
+        with open(sql + ".tmp", "w") as f:
+            subprocess.run([PY, os.path.join(HERE, "programs", "sqlgen.py"),
+                            str(rows), "42"], stdout=f, check=True)
+        os.replace(sql + ".tmp", sql)
+    out.append(Config("real", "sqlite3", "%dk rows" % (rows // 1000), 1, 0,
+                      ["sqlite3", "-bail", ":memory:"], stdin=sql, kind="sqlite"))
+    n = 50000 if quick else 200000
+    out.append(Config("real", "redis", "%dk req x7" % (n // 1000), 1, 0,
+                      ["redis-benchmark", "-h", "127.0.0.1", "-q", "--csv",
+                       "-n", str(n), "-P", "32", "-c", "8", "-r", "200000",
+                       "-d", "256", "-t", "set,get,lpush,lpop,sadd,hset,incr"],
+                      kind="redis"))
+    return [c for c in out if not only or re.search(only, c.label())]
+
+
+# ------------------------------------------------------------ running
+class Outcome:
+    def __init__(self, value=None, rss_kb=None, err=None, out=""):
+        self.value = value      # ops/s (micro) or seconds (real)
+        self.rss_kb = rss_kb
+        self.err = err
+        self.out = out
+
+
+def alloc_env(alloc, extra=None):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if alloc.path:
+        env["LD_PRELOAD"] = alloc.path
+    env.update(extra or {})
+    return env
+
+
+def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE):
+    """Run argv; return (rc, wall seconds, ru_maxrss KiB, stdout, stderr)."""
+    fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
+    errf = tempfile.TemporaryFile()
+    outf = tempfile.TemporaryFile() if stdout == subprocess.PIPE else stdout
+    try:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, env=env, stdin=fin, stdout=outf, stderr=errf)
+        killer = threading.Timer(timeout, lambda: p.kill())
+        killer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            killer.cancel()
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        rc = p.returncode
+        timed_out = wall >= timeout and rc == -signal.SIGKILL
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
+        out = ""
+        if stdout == subprocess.PIPE:
+            outf.seek(0)
+            out = outf.read().decode(errors="replace")
+        if timed_out:
+            rc = "timeout"
+        return rc, wall, ru.ru_maxrss, out, err
+    finally:
+        if stdin:
+            fin.close()
+        errf.close()
+        if stdout == subprocess.PIPE:
+            outf.close()
+
+
+def describe_rc(rc, err):
+    if rc == "timeout":
+        return "timeout"
+    if isinstance(rc, int) and rc < 0:
+        try:
+            return "crash (%s)" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    tail = err.strip().splitlines()[-1:] if err.strip() else []
+    return "exit %s%s" % (rc, (": " + tail[0][:80]) if tail else "")
+
+
+def preload_failed(err):
+    return "cannot be preloaded" in err or "ERROR: ld.so" in err
+
+
+def run_micro(cfg, alloc, timeout):
+    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc), timeout)
+    if preload_failed(err):
+        return Outcome(err="preload failed: " + err.strip().splitlines()[0][:100])
+    if rc != 0:
+        return Outcome(err=describe_rc(rc, err))
+    m = re.search(r"^RESULT (.*)$", out, re.M)
+    if not m:
+        return Outcome(err="no RESULT line")
+    kv = dict(f.split("=", 1) for f in m.group(1).split())
+    if kv.get("malloc") != alloc.owner:
+        return Outcome(err="malloc came from %s, not %s" % (kv.get("malloc"),
+                                                              alloc.owner))
+    return Outcome(float(kv["ops_per_s"]), int(kv["maxrss_kb"]))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_ping(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def vm_hwm_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def run_redis(cfg, alloc, timeout):
+    """Start our own redis-server under the allocator, drive it, stop it."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="sefer-redis-") as d:
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", d,
+             "--daemonize", "no", "--loglevel", "warning",
+             "--protected-mode", "yes"],
+            env=alloc_env(alloc), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            t_end = time.time() + 10
+            while not redis_ping(port):
+                if server.poll() is not None or time.time() > t_end:
+                    err = server.stderr.read().decode(errors="replace") \
+                        if server.poll() is not None else ""
+                    if preload_failed(err):
+                        return Outcome(err="preload failed")
+                    return Outcome(err="redis-server did not start: " +
+                                   describe_rc(server.poll() if server.poll()
+                                               is not None else "timeout", err))
+                time.sleep(0.02)
+            argv = cfg.argv + ["-p", str(port)]
+            rc, wall, _, out, err = spawn_wait(argv, alloc_env(Alloc(
+                "glibc", None, "", "")), timeout)
+            if server.poll() is not None:
+                return Outcome(err="redis-server died: " +
+                               describe_rc(server.returncode, ""))
+            hwm = vm_hwm_kb(server.pid)
+            if rc != 0:
+                return Outcome(err="redis-benchmark " + describe_rc(rc, err))
+            rps = re.findall(r'^"[^"]+","([\d.]+)"', out, re.M)
+            if len(rps) < 7:
+                return Outcome(err="redis-benchmark: incomplete output")
+            return Outcome(wall, hwm, out=" ".join(rps))
+        finally:
+            if server.poll() is None:
+                server.send_signal(signal.SIGTERM)
+                try:
+                    server.wait(5)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+            if server.stderr:
+                server.stderr.close()
+
+
+def run_real(cfg, alloc, timeout, expect):
+    if cfg.kind == "redis":
+        return run_redis(cfg, alloc, timeout)
+    extra = {"PYTHONMALLOC": "malloc"} if cfg.kind == "python" else {}
+    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
+                                         timeout, stdin=cfg.stdin)
+    if preload_failed(err):
+        return Outcome(err="preload failed")
+    if rc != 0:
+        return Outcome(err=describe_rc(rc, err))
+    key = cfg.key
+    if key in expect and expect[key] != out:
+        return Outcome(err="output differs from the first allocator's")
+    expect.setdefault(key, out)
+    return Outcome(wall, rss)
+
+
+def fmt_rate(v):
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return "%.3g%s" % (v / div, suf)
+    return "%.3g" % v
+
+
+def fmt_rss(kb):
+    if kb is None:
+        return "?"
+    return "%.1f" % (kb / 1024.0) if kb < 1024 * 1024 else "%.2fG" % (kb / 1048576.0)
+
+
+def fmt_value(cfg, v):
+    return fmt_rate(v) if cfg.section == "micro" else "%.3fs" % v
+
+
+# ------------------------------------------------------------ reporting
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    if not xs:
+        return None
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def summarise(configs, allocs, runs):
+    """runs: {(key, alloc): [Outcome]} -> {(key, alloc): dict}"""
+    summ = {}
+    for cfg in configs:
+        for a in allocs:
+            rs = runs.get((cfg.key, a.name), [])
+            ok = [r for r in rs if r.err is None]
+            errs = [r.err for r in rs if r.err is not None]
+            if errs:
+                summ[(cfg.key, a.name)] = {"err": errs[0]}
+            elif ok:
+                vals = [r.value for r in ok]
+                rss = [r.rss_kb for r in ok if r.rss_kb is not None]
+                summ[(cfg.key, a.name)] = {
+                    "err": None, "median": statistics.median(vals),
+                    "min": min(vals), "max": max(vals), "n": len(vals),
+                    "rss": statistics.median(rss) if rss else None,
+                }
+    return summ
+
+
+def ratio(summ, key, a, b, field):
+    x, y = summ.get((key, a)), summ.get((key, b))
+    if not x or not y or x["err"] or y["err"] or not x.get(field) or not y.get(field):
+        return None
+    return x[field] / y[field]
+
+
+def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
+    names = [a.name for a in allocs]
+    refs = [r for r in ("mimalloc", "glibc") if r in names]
+    lines = ["### " + title, "", note, ""]
+    hdr = "| benchmark | " + " | ".join(names) + " |"
+    lines += [hdr, "|---|" + "---:|" * len(names)]
+    gm = {(n, r): [] for n in names for r in refs}
+    for cfg in configs:
+        cells = []
+        for n in names:
+            s = summ.get((cfg.key, n))
+            if not s:
+                cells.append("—")
+                continue
+            if s["err"]:
+                cells.append("FAIL: " + s["err"])
+                continue
+            if s.get(field) is None:
+                cells.append("?")
+                continue
+            rs = []
+            for r in refs:
+                x = ratio(summ, cfg.key, n, r, field)
+                if x is not None:
+                    gm[(n, r)].append(x)
+                rs.append("%.2f" % x if x is not None else "-")
+            cells.append("%s (%s)" % (fmt(cfg, s[field]), " / ".join(rs)))
+        lines.append("| %s | %s |" % (cfg.label(), " | ".join(cells)))
+    cells = []
+    for n in names:
+        rs = []
+        for r in refs:
+            g = geomean(gm[(n, r)])
+            rs.append("%.2f" % g if g else "-")
+        cells.append("**(%s)**" % " / ".join(rs))
+    lines.append("| **geometric mean** | %s |" % " | ".join(cells))
+    lines.append("")
+    return lines
+
+
+def machine_info():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d CPUs, Linux %s" % (cpu or platform.machine(),
+                                      os.cpu_count() or 0, platform.release())
+
+
+def write_md(path, configs, allocs, missing, summ, meta):
+    micro = [c for c in configs if c.section == "micro"]
+    real = [c for c in configs if c.section == "real"]
+    refs = " / ".join(r for r in ("mimalloc", "glibc") if r in [a.name for a in allocs])
+    lines = ["# sefer benchmark results", ""]
+    lines += ["- %s: %s" % kv for kv in meta]
+    lines.append("- allocators: " + ", ".join(
+        "%s (%s)" % (a.name, a.version or "?") for a in allocs))
+    for n, why in missing:
+        lines.append("- **missing: %s** - %s" % (n, why))
+    lines.append("")
+    lines.append("Each cell: median over the repetitions, then in parentheses "
+                 "the ratio to %s. The geometric-mean row is the geometric mean "
+                 "of those ratios over the rows of the table." % refs)
+    lines.append("")
+    if micro:
+        lines += md_table(
+            "Throughput (allocator calls per second; higher is better)",
+            "Ratio = this allocator / reference: above 1.00 is faster.",
+            micro, allocs, summ, "median", fmt_value, True)
+    if real:
+        lines += md_table(
+            "Real programs (wall seconds; lower is better)",
+            "Ratio = this allocator / reference: below 1.00 is faster.",
+            real, allocs, summ, "median", fmt_value, False)
+    lines += md_table(
+        "Peak RSS (MiB, VmHWM / ru_maxrss of the process; lower is better)",
+        "Ratio = this allocator / reference: below 1.00 uses less memory. "
+        "For redis it is the server's peak.",
+        configs, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+    text = "\n".join(lines) + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+    return text
+
+
+def write_csv(path, configs, allocs, summ):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["section", "bench", "param", "threads", "pin", "allocator",
+                    "metric", "median", "min", "max", "runs", "peak_rss_kb",
+                    "ratio_mimalloc", "ratio_glibc", "rss_ratio_mimalloc",
+                    "rss_ratio_glibc", "status"])
+        for cfg in configs:
+            metric = "ops_per_s" if cfg.section == "micro" else "seconds"
+            for a in allocs:
+                s = summ.get((cfg.key, a.name))
+                if not s:
+                    continue
+                row = [cfg.section, cfg.bench, cfg.param, cfg.threads, cfg.pin,
+                       a.name, metric]
+                if s["err"]:
+                    w.writerow(row + [""] * 9 + [s["err"]])
+                    continue
+
+                def r(ref, field):
+                    x = ratio(summ, cfg.key, a.name, ref, field)
+                    return "%.4f" % x if x is not None else ""
+                w.writerow(row + ["%.6g" % s["median"], "%.6g" % s["min"],
+                                  "%.6g" % s["max"], s["n"],
+                                  "%d" % s["rss"] if s["rss"] else "",
+                                  r("mimalloc", "median"), r("glibc", "median"),
+                                  r("mimalloc", "rss"), r("glibc", "rss"), "ok"])
+
+
+COLORS = {"sefer": "#d62728", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
+          "jemalloc": "#2ca02c", "tcmalloc": "#ff7f0e"}
+
+
+def write_png(path, configs, allocs, summ, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench: matplotlib missing (Debian package python3-matplotlib); "
+              "no plot written", file=sys.stderr)
+        return False
+    micro = [c for c in configs if c.section == "micro"]
+    real = [c for c in configs if c.section == "real"]
+    panels = []
+    for c in micro:
+        k = (c.bench, c.param)
+        if k not in panels:
+            panels.append(k)
+    nplots = len(panels) + 2 + (1 if real else 0)
+    ncols = 4
+    nrows = max(1, (nplots + ncols - 1) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows),
+                             squeeze=False)
+    axes = [ax for row in axes for ax in row]
+    for ax, (bench, param) in zip(axes, panels):
+        for a in allocs:
+            for pin in (0, 1):
+                pts = []
+                for c in micro:
+                    if (c.bench, c.param, c.pin) != (bench, param, pin):
+                        continue
+                    s = summ.get((c.key, a.name))
+                    if s and not s["err"]:
+                        pts.append((c.threads, s["median"] / 1e6))
+                if not pts:
+                    continue
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                        marker="o" if not pin else "x", markersize=4,
+                        linestyle="-" if not pin else "--",
+                        color=COLORS.get(a.name), linewidth=1.6 if a.name == "sefer" else 1.1,
+                        label=a.name + (" (pinned)" if pin else ""))
+        ax.set_title("%s %s" % (bench, param), fontsize=10)
+        ax.set_xscale("log", base=2)
+        ts = sorted({c.threads for c in micro if (c.bench, c.param) == (bench, param)})
+        ax.set_xticks(ts)
+        ax.set_xticklabels([str(t) for t in ts])
+        ax.set_xlabel("threads", fontsize=8)
+        ax.set_ylabel("M allocator calls/s", fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    idx = len(panels)
+    if panels:
+        h, lab = axes[0].get_legend_handles_labels()
+        axes[0].legend(h, lab, fontsize=6, ncol=2)
+
+    def bars(ax, rows, field, ref, ylabel, ttl):
+        names = [a.name for a in allocs]
+        width = 0.8 / max(1, len(names))
+        for i, n in enumerate(names):
+            xs, ys = [], []
+            for j, (lab, key) in enumerate(rows):
+                x = ratio(summ, key, n, ref, field)
+                if x is not None:
+                    xs.append(j + i * width)
+                    ys.append(x)
+            ax.bar(xs, ys, width, color=COLORS.get(n), label=n)
+        ax.axhline(1.0, color="black", linewidth=0.7)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+        ax.set_xticklabels([lab for lab, _ in rows], rotation=60, ha="right",
+                           fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(ttl, fontsize=10)
+        ax.set_yscale("log")
+        ax.tick_params(axis="y", labelsize=8)
+        ax.grid(alpha=0.3, axis="y")
+
+    ref = "mimalloc" if "mimalloc" in [a.name for a in allocs] else allocs[0].name
+    if micro:
+        tmax = max(c.threads for c in micro)
+        rows = []
+        for bench, param in panels:
+            cand = [c for c in micro if (c.bench, c.param) == (bench, param)
+                    and not c.pin]
+            if cand:
+                c = max(cand, key=lambda c: c.threads)
+                rows.append(("%s %s t=%d" % (bench, param, c.threads), c.key))
+        rows1 = []
+        for bench, param in panels:
+            cand = [c for c in micro if (c.bench, c.param) == (bench, param)
+                    and not c.pin and c.threads == 1]
+            if cand:
+                rows1.append(("%s %s t=1" % (bench, param), cand[0].key))
+        bars(axes[idx], rows1, "rss", ref, "peak RSS / %s" % ref,
+             "peak RSS, 1 thread (lower is better)")
+        bars(axes[idx + 1], rows, "rss", ref, "peak RSS / %s" % ref,
+             "peak RSS, most threads (t=%d)" % tmax)
+        idx += 2
+    if real:
+        rows = [(c.bench, c.key) for c in real]
+        ax = axes[idx]
+        bars(ax, rows, "median", ref, "wall time / %s" % ref,
+             "real programs: time (left) / RSS (right)")
+        rows2 = [(c.bench + " RSS", c.key) for c in real]
+        names = [a.name for a in allocs]
+        width = 0.8 / max(1, len(names))
+        off = len(rows)
+        for i, n in enumerate(names):
+            xs, ys = [], []
+            for j, (lab, key) in enumerate(rows2):
+                x = ratio(summ, key, n, ref, "rss")
+                if x is not None:
+                    xs.append(off + j + i * width)
+                    ys.append(x)
+            ax.bar(xs, ys, width, color=COLORS.get(n), hatch="//")
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows) * 2)])
+        ax.set_xticklabels([lab for lab, _ in rows] + [lab for lab, _ in rows2],
+                           rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("ratio to %s (lower is better)" % ref, fontsize=8)
+        idx += 1
+    for ax in axes[idx:]:
+        ax.axis("off")
+    if idx < len(axes):
+        h = [plt.Rectangle((0, 0), 1, 1, color=COLORS.get(a.name)) for a in allocs]
+        axes[idx].legend(h, [a.name for a in allocs], loc="center", fontsize=10,
+                         title="solid line: unpinned\ndashed: pinned (--pin)")
+    fig.suptitle(title, fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+# ------------------------------------------------------------ main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--sefer", default=None)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", default=os.environ.get("THREADS") or "")
+    ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--only", default=None, help="regex over row labels")
+    ap.add_argument("--alloc", default="", help="comma list of allocators")
+    ap.add_argument("--no-real", action="store_true")
+    ap.add_argument("--headline", action="store_true")
+    args = ap.parse_args()
+
+    wanted = [a for a in args.alloc.split(",") if a]
+    if args.headline and not wanted:
+        wanted = ["sefer", "glibc", "mimalloc"]
+    allocs, missing = discover(args.sefer, wanted)
+    for n, why in missing:
+        print("bench: MISSING %s: %s" % (n, why), file=sys.stderr)
+    if not allocs:
+        sys.exit("bench: no allocator to run")
+
+    threads = parse_threads(args.threads) if args.threads else default_threads()
+    if args.headline:
+        threads = [t for t in threads if t <= 2] or [1]
+        reps = args.reps or 3
+        configs = [c for c in micro_configs(args.bindir, threads, False, False, None)
+                   if c.bench in ("steady", "larson") and not c.pin]
+    else:
+        reps = args.reps or (3 if args.quick else 5)
+        configs = micro_configs(args.bindir, threads, args.quick,
+                                not args.quick, args.only)
+        if not args.no_real:
+            configs += real_configs(args.bindir, args.quick, args.only)
+    if not configs:
+        sys.exit("bench: nothing selected")
+
+    timeout_micro = 30 if args.quick else 90
+    timeout_real = 60 if args.quick else 180
+    total = reps * len(configs) * len(allocs)
+    print("bench: %d configurations x %d allocators (%s) x %d repetitions = %d runs;"
+          " threads %s" % (len(configs), len(allocs), ", ".join(a.name for a in allocs),
+                           reps, total, ",".join(map(str, threads))), flush=True)
+    runs, expect = {}, {}
+    t_start = time.time()
+    n = 0
+    for rep in range(reps):
+        for cfg in configs:
+            order = allocs[rep % len(allocs):] + allocs[:rep % len(allocs)]
+            for a in order:
+                n += 1
+                prev = runs.setdefault((cfg.key, a.name), [])
+                if any(r.err for r in prev):
+                    print("[%4d/%d] %-9s %-28s rep %d: skipped (failed before)"
+                          % (n, total, a.name, cfg.label(), rep + 1), flush=True)
+                    continue
+                t0 = time.time()
+                if cfg.section == "micro":
+                    o = run_micro(cfg, a, timeout_micro)
+                else:
+                    o = run_real(cfg, a, timeout_real, expect)
+                prev.append(o)
+                if o.err:
+                    msg = "FAIL: " + o.err
+                else:
+                    msg = "%9s  %8s MiB" % (fmt_value(cfg, o.value), fmt_rss(o.rss_kb))
+                print("[%4d/%d] %-9s %-28s rep %d: %s  (%.2fs)"
+                      % (n, total, a.name, cfg.label(), rep + 1, msg,
+                         time.time() - t0), flush=True)
+    elapsed = time.time() - t_start
+    summ = summarise(configs, allocs, runs)
+
+    meta = [("date", time.strftime("%Y-%m-%d %H:%M %Z")),
+            ("machine", machine_info()),
+            ("mode", "%s, %d repetitions, median reported, threads %s"
+             % ("QUICK" if args.quick else "full", reps, ",".join(map(str, threads)))),
+            ("run time", "%.0f s" % elapsed)]
+    if args.headline:
+        os.makedirs(args.bindir, exist_ok=True)
+        md = os.path.join(args.bindir, "headline.md")
+        text = write_md(md, configs, allocs, missing, summ, meta)
+        write_csv(os.path.join(args.bindir, "headline.csv"), configs, allocs, summ)
+        print()
+        print(text)
+    else:
+        os.makedirs(args.out, exist_ok=True)
+        text = write_md(os.path.join(args.out, "latest.md"), configs, allocs,
+                        missing, summ, meta)
+        write_csv(os.path.join(args.out, "latest.csv"), configs, allocs, summ)
+        png = os.path.join(args.out, "latest.png")
+        ok = write_png(png, configs, allocs, summ,
+                       "sefer vs peers - %s (%s)" % (machine_info(),
+                                                     "QUICK" if args.quick else "full"))
+        print()
+        print(text)
+        print("bench: wrote %s/latest.{csv,md%s} in %.0f s" %
+              (args.out, ",png" if ok else "", elapsed))
+    for n_, why in missing:
+        print("bench: MISSING %s: %s" % (n_, why))
+    fails = sorted({(k, v["err"]) for k, v in summ.items() if v["err"]})
+    if fails:
+        print("bench: %d failed cells (see FAIL in the tables)" % len(fails))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
