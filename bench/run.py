@@ -157,23 +157,25 @@ class Config:
         return s + (" pin" if self.pin else "")
 
 
-# Per-thread op budgets: (quick, full). Sized so that mimalloc takes about
-# 0.05 s (quick) or 0.3 s (full) per run on the 2-vCPU reference VM; an
-# allocator that is much slower is cut by --max-secs (see common.h).
+# Per-thread op budgets: (quick, full, headline). Sized so that mimalloc
+# takes about 0.05 s (quick) or 0.3 s (full) per run on the 2-vCPU reference
+# VM; an allocator that is much slower is cut by --max-secs (see common.h).
 BUDGET = {
-    "bulk": (6000000, 30000000),
-    "steady": (8000000, 40000000),
-    "vecgrow": (100000, 500000),
-    "larson": (800000, 4000000),
-    "mstress": (600, 3000),
-    "prodcons": (500000, 2500000),
-    "large": (20000, 100000),
+    "bulk": (6000000, 30000000, 0),
+    "steady": (8000000, 40000000, 30000000),
+    "vecgrow": (100000, 500000, 0),
+    "larson": (800000, 4000000, 3000000),
+    "mstress": (600, 3000, 0),
+    "prodcons": (500000, 2500000, 0),
+    "large": (20000, 100000, 0),
 }
+MAX_SECS = ("0.25", "1.5", "0.6")
+QUICK, FULL, HEADLINE = 0, 1, 2
 
 
-def micro_configs(bindir, threads, quick, pin_all, only):
-    maxs = "0.25" if quick else "1.5"
-    qi = 0 if quick else 1
+def micro_configs(bindir, threads, mode, pin_all, only):
+    maxs = MAX_SECS[mode]
+    qi = mode
     # pinned twins: everything threaded in full mode, the cross-thread
     # workloads only in quick mode
     pinned = (lambda b: b != "large") if pin_all else \
@@ -497,6 +499,38 @@ def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
     return lines
 
 
+def headline_table(configs, allocs, summ):
+    """Compact table for 'make run': figures and sefer's ratios."""
+    names = [a.name for a in allocs]
+    refs = [r for r in ("mimalloc", "glibc") if r in names and "sefer" in names]
+    hdr = ["benchmark"] + names + ["sefer/%s" % r for r in refs]
+    rows = []
+    gm = {r: [] for r in refs}
+    for c in configs:
+        row = [c.label()]
+        for n in names:
+            s = summ.get((c.key, n))
+            row.append("FAIL" if s and s["err"] else
+                       fmt_rate(s["median"]) if s else "-")
+        for r in refs:
+            x = ratio(summ, c.key, "sefer", r, "median")
+            if x:
+                gm[r].append(x)
+            row.append("%.2fx" % x if x else "-")
+        rows.append(row)
+    if refs:
+        rows.append(["geometric mean"] + [""] * len(names) +
+                    ["%.2fx" % geomean(gm[r]) if gm[r] else "-" for r in refs])
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    out = []
+    for k, r in enumerate([hdr] + rows):
+        out.append("  ".join(str(v).ljust(widths[0]) if i == 0 else
+                             str(v).rjust(widths[i]) for i, v in enumerate(r)))
+        if k == 0:
+            out.append("-" * len(out[0]))
+    return "\n".join(out) + "\n"
+
+
 def machine_info():
     cpu = ""
     try:
@@ -589,6 +623,8 @@ def write_png(path, configs, allocs, summ, title):
         print("bench: matplotlib missing (Debian package python3-matplotlib); "
               "no plot written", file=sys.stderr)
         return False
+    from matplotlib.ticker import FuncFormatter
+    plain = FuncFormatter(lambda v, _: "%g" % v)
     micro = [c for c in configs if c.section == "micro"]
     real = [c for c in configs if c.section == "real"]
     panels = []
@@ -627,13 +663,16 @@ def write_png(path, configs, allocs, summ, title):
         ax.set_xticklabels([str(t) for t in ts])
         ax.set_xlabel("threads", fontsize=8)
         ax.set_ylabel("M allocator calls/s", fontsize=8)
-        ax.set_ylim(bottom=0)
+        ys = [y for line in ax.get_lines() for y in line.get_ydata()]
+        if ys and min(ys) > 0 and max(ys) / min(ys) > 20:
+            ax.set_yscale("log")
+            ax.set_title("%s %s (log scale)" % (bench, param), fontsize=10)
+            ax.yaxis.set_major_formatter(plain)
+        else:
+            ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     idx = len(panels)
-    if panels:
-        h, lab = axes[0].get_legend_handles_labels()
-        axes[0].legend(h, lab, fontsize=6, ncol=2)
 
     def bars(ax, rows, field, ref, ylabel, ttl):
         names = [a.name for a in allocs]
@@ -653,7 +692,9 @@ def write_png(path, configs, allocs, summ, title):
         ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(ttl, fontsize=10)
         ax.set_yscale("log")
-        ax.tick_params(axis="y", labelsize=8)
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="y", which="both", labelsize=7)
         ax.grid(alpha=0.3, axis="y")
 
     ref = "mimalloc" if "mimalloc" in [a.name for a in allocs] else allocs[0].name
@@ -698,13 +739,17 @@ def write_png(path, configs, allocs, summ, title):
         ax.set_xticklabels([lab for lab, _ in rows] + [lab for lab, _ in rows2],
                            rotation=60, ha="right", fontsize=7)
         ax.set_ylabel("ratio to %s (lower is better)" % ref, fontsize=8)
+        ax.set_title("real programs: time, then peak RSS (hatched)", fontsize=10)
         idx += 1
     for ax in axes[idx:]:
         ax.axis("off")
     if idx < len(axes):
+        from matplotlib.lines import Line2D
         h = [plt.Rectangle((0, 0), 1, 1, color=COLORS.get(a.name)) for a in allocs]
-        axes[idx].legend(h, [a.name for a in allocs], loc="center", fontsize=10,
-                         title="solid line: unpinned\ndashed: pinned (--pin)")
+        h += [Line2D([], [], color="black", marker="o", markersize=4),
+              Line2D([], [], color="black", marker="x", markersize=4, linestyle="--")]
+        axes[idx].legend(h, [a.name for a in allocs] + ["unpinned", "pinned (--pin)"],
+                         loc="center", fontsize=10)
     fig.suptitle(title, fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=90)
@@ -740,12 +785,12 @@ def main():
     threads = parse_threads(args.threads) if args.threads else default_threads()
     if args.headline:
         threads = [t for t in threads if t <= 2] or [1]
-        reps = args.reps or 3
-        configs = [c for c in micro_configs(args.bindir, threads, False, False, None)
+        reps = args.reps or 5
+        configs = [c for c in micro_configs(args.bindir, threads, HEADLINE, False, None)
                    if c.bench in ("steady", "larson") and not c.pin]
     else:
         reps = args.reps or (3 if args.quick else 5)
-        configs = micro_configs(args.bindir, threads, args.quick,
+        configs = micro_configs(args.bindir, threads, QUICK if args.quick else FULL,
                                 not args.quick, args.only)
         if not args.no_real:
             configs += real_configs(args.bindir, args.quick, args.only)
@@ -759,6 +804,7 @@ def main():
           " threads %s" % (len(configs), len(allocs), ", ".join(a.name for a in allocs),
                            reps, total, ",".join(map(str, threads))), flush=True)
     runs, expect = {}, {}
+    load0 = os.getloadavg()[0]
     t_start = time.time()
     n = 0
     for rep in range(reps):
@@ -791,14 +837,18 @@ def main():
             ("machine", machine_info()),
             ("mode", "%s, %d repetitions, median reported, threads %s"
              % ("QUICK" if args.quick else "full", reps, ",".join(map(str, threads)))),
-            ("run time", "%.0f s" % elapsed)]
+            ("run time", "%.0f s" % elapsed),
+            ("load average", "%.2f at start, %.2f at end (anything else running "
+             "on the machine skews the figures)" % (load0, os.getloadavg()[0]))]
     if args.headline:
         os.makedirs(args.bindir, exist_ok=True)
         md = os.path.join(args.bindir, "headline.md")
         text = write_md(md, configs, allocs, missing, summ, meta)
         write_csv(os.path.join(args.bindir, "headline.csv"), configs, allocs, summ)
         print()
-        print(text)
+        print("Headline (allocator calls/s, median of %d; sefer/x above 1.00x "
+              "means sefer is faster; full tables: %s)" % (reps, md))
+        print(headline_table(configs, allocs, summ))
     else:
         os.makedirs(args.out, exist_ok=True)
         text = write_md(os.path.join(args.out, "latest.md"), configs, allocs,
