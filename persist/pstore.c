@@ -316,7 +316,7 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 		goto fail;
 	}
 	h->pa.ops = all_ops[kind];
-	r = h->pa.ops->open(&h->pa, !info.clean && !(o && (o->flags & SEFER_P_NOSCAN)), &rep);
+	r = h->pa.ops->open(&h->pa, !(o && (o->flags & SEFER_P_NOSCAN)), &rep);
 	if (r) {
 		pa_msg(&h->pa, "%s: %s allocator refused the file: %s", path, h->pa.ops->name,
 		       strerror(-r));
@@ -361,6 +361,8 @@ static int finish(struct sefer_pstore *h, int r)
 	uint64_t seq = r ? 0 : h->pa.seq;
 
 	h->pa.seq = 0;
+	if (h->s.async)
+		seq = 0;	/* SEFER_P_ASYNC: durable at the next sefer_psync() or flush */
 	if (h->pa.ops->group_commit) {
 		pthread_mutex_unlock(&h->pa.lock);
 		return r ? r : pstore_wait(&h->s, seq);

@@ -319,7 +319,7 @@ static int seg_create(struct palloc *pa)
 struct fblk {
 	uint64_t b, size, next;
 	unsigned list;
-	bool seen;
+	bool seen, link_ok;	/* an orphan's link word is stale: checked only on a list */
 };
 
 struct scan {
@@ -366,12 +366,6 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 			r = pa_scan_read(pa, b + 8, &lw);
 			if (r)
 				break;
-			if (!pword_ok(pa->salt, b + 8, lw)) {
-				snprintf(v->msg, sizeof(v->msg), "free block at %llu: link fails its "
-					 "check", (unsigned long long)b);
-				r = -EUCLEAN;
-				break;
-			}
 			if (sc->n == sc->cap) {
 				size_t nc = sc->cap ? sc->cap * 2 : 1024;
 				struct fblk *nf = realloc(sc->f, nc * sizeof(*nf));
@@ -383,7 +377,8 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 				sc->f = nf;
 				sc->cap = nc;
 			}
-			sc->f[sc->n++] = (struct fblk){ b, size, pword_val(lw), seg_list(size), false };
+			sc->f[sc->n++] = (struct fblk){ b, size, pword_val(lw), seg_list(size), false,
+							pword_ok(pa->salt, b + 8, lw) };
 			sc->free_bytes += size;
 		}
 		b += size;
@@ -421,6 +416,11 @@ static int check_lists(struct palloc *pa, struct scan *sc, struct sefer_pverify 
 				snprintf(v->msg, sizeof(v->msg), "list %u: node %llu is %s", c,
 					 (unsigned long long)b, !f ? "not a free block" :
 					 f->seen ? "linked twice (cycle)" : "of another class");
+				return -EUCLEAN;
+			}
+			if (!f->link_ok) {
+				snprintf(v->msg, sizeof(v->msg), "list %u: free block at %llu: link fails "
+					 "its check", c, (unsigned long long)b);
 				return -EUCLEAN;
 			}
 			f->seen = true;

@@ -222,17 +222,138 @@ static bool rec_entries(const uint8_t *r, const struct rec *h,
 	return pos == h->len;
 }
 
+/*
+ * Writing records in place. Few entries: one pwrite each. Many (replay at open, large
+ * batches): gather them into 4 KiB pages (read once, patched in memory) and write each dirty
+ * page once. Only the leader (or the opener) writes the payload, so read-modify-write of a
+ * page cannot lose a concurrent write.
+ */
+#define PG 4096u
+#define PAGED_ENTRIES 64
+
 struct apply_ctx {
 	struct pstore *s;
 	int err;
+	bool paged;
+	uint64_t *key;		/* open addressing: page number + 1, 0 = empty */
+	uint8_t **page;
+	size_t cap, n;
 };
+
+static uint8_t *page_get(struct apply_ctx *c, uint64_t pg)
+{
+	if (2 * (c->n + 1) > c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 1024;
+		uint64_t *nk = calloc(nc, sizeof(*nk));
+		uint8_t **np = calloc(nc, sizeof(*np));
+
+		if (!nk || !np) {
+			free(nk);
+			free(np);
+			c->err = -ENOMEM;
+			return NULL;
+		}
+		for (size_t i = 0; i < c->cap; i++) {
+			if (!c->key[i])
+				continue;
+			size_t j = (size_t)((c->key[i] * 0x9e3779b97f4a7c15ULL) >> 20) & (nc - 1);
+
+			while (nk[j])
+				j = (j + 1) & (nc - 1);
+			nk[j] = c->key[i];
+			np[j] = c->page[i];
+		}
+		free(c->key);
+		free(c->page);
+		c->key = nk;
+		c->page = np;
+		c->cap = nc;
+	}
+	size_t j = (size_t)(((pg + 1) * 0x9e3779b97f4a7c15ULL) >> 20) & (c->cap - 1);
+
+	while (c->key[j] && c->key[j] != pg + 1)
+		j = (j + 1) & (c->cap - 1);
+	if (c->key[j])
+		return c->page[j];
+	uint8_t *p = malloc(PG);
+
+	if (!p) {
+		c->err = -ENOMEM;
+		return NULL;
+	}
+	c->err = pio_read(c->s->f, p, PG, c->s->data_off + pg * PG);
+	if (c->err) {
+		free(p);
+		return NULL;
+	}
+	c->key[j] = pg + 1;
+	c->page[j] = p;
+	c->n++;
+	return p;
+}
 
 static void apply_fn(void *arg, uint64_t off, const void *data, uint64_t len)
 {
 	struct apply_ctx *c = arg;
+	const uint8_t *d = data;
 
-	if (!c->err)
+	if (c->err)
+		return;
+	if (!c->paged) {
 		c->err = pio_write(c->s->f, data, len, c->s->data_off + off);
+		return;
+	}
+	while (len) {
+		uint64_t in = off % PG, n = PG - in < len ? PG - in : len;
+		uint8_t *p = page_get(c, off / PG);
+
+		if (!p)
+			return;
+		memcpy(p + in, d, n);
+		d += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Write the dirty pages (in file order) and free the map. */
+static int apply_flush(struct apply_ctx *c)
+{
+	uint64_t *order = c->n ? malloc(c->n * 2 * sizeof(uint64_t)) : NULL;
+	size_t k = 0;
+
+	if (c->n && !order && !c->err)
+		c->err = -ENOMEM;
+	for (size_t i = 0; i < c->cap; i++) {
+		if (!c->key[i])
+			continue;
+		if (order) {
+			order[2 * k] = c->key[i] - 1;
+			order[2 * k + 1] = i;
+			k++;
+		}
+	}
+	if (order)
+		qsort(order, k, 2 * sizeof(uint64_t), cmp_u64);
+	for (size_t i = 0; i < k && !c->err; i++)
+		c->err = pio_write(c->s->f, c->page[order[2 * i + 1]], PG,
+				   c->s->data_off + order[2 * i] * PG);
+	for (size_t i = 0; i < c->cap; i++)
+		free(c->page[i]);
+	free(order);
+	free(c->key);
+	free(c->page);
+	c->key = NULL;
+	c->page = NULL;
+	c->cap = c->n = 0;
+	return c->err;
 }
 
 int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
@@ -350,7 +471,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		}
 	}
 	/* The image is acceptable: replay in place (not yet synced, header unchanged). */
-	struct apply_ctx ac = { .s = s };
+	struct apply_ctx ac = { .s = s, .paged = true };
 
 	for (uint64_t p = 0; p < pos; p += rh.len) {
 		rec_ok(wal, s->wal_size, p, &rh);
@@ -360,6 +481,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		}
 		rec_entries(wal + p, &rh, apply_fn, &ac);
 	}
+	apply_flush(&ac);
 	if (ac.err) {
 		r = ac.err;
 		emsg(err, elen, "%s: cannot replay the log: %s", path, strerror(-r));
@@ -496,7 +618,7 @@ static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durabl
 	s->syncs++;
 	if (r)
 		return r;
-	struct apply_ctx ac = { .s = s };
+	struct apply_ctx ac = { .s = s, .paged = b->nrec * 3 > PAGED_ENTRIES };
 
 	for (size_t p = 0; p < b->len && !ac.err;) {
 		struct rec h;
@@ -505,7 +627,7 @@ static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durabl
 		rec_entries(b->p + p, &h, apply_fn, &ac);
 		p += h.len;
 	}
-	return ac.err;
+	return apply_flush(&ac);
 }
 
 /* Lead or follow until record `seq` is durable. Called with lock held. */

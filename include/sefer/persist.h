@@ -41,7 +41,7 @@ enum sefer_palloc_kind {
 
 /* Flags for sefer_popts.flags. */
 #define SEFER_P_ASYNC 0x1	/* calls return before their sync (bulk loads); see sefer_psync() */
-#define SEFER_P_NOSCAN 0x2	/* skip the arena scan after an unclean shutdown */
+#define SEFER_P_NOSCAN 0x2	/* skip the arena scan at open (fsck + orphan relink) */
 
 /* What open found and did; filled when opts->report is set. */
 struct sefer_precovery {

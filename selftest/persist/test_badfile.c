@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bad files: each is refused with a message naming the problem, and the file is left byte for
+ * byte as it was. Wrong magic, a future version, a truncated header, a committed length beyond
+ * the file, flipped bits in the store header, the allocator header, its checked words, block
+ * headers, footers and free-list links, and a corrupt record inside the synced log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "persist/internal.h"
+#include "tests.h"
+
+#define WAL (64u << 10)
+#define DATA (PSTORE_WAL_OFF + WAL)
+
+static char good[512], bad[512];
+
+/* A cleanly closed store: 40 blocks, every third freed (not the last). */
+static void make_good(int kind)
+{
+	struct sefer_popts o = { .wal_bytes = WAL };
+	struct sefer_pstore *h;
+	uint64_t off[40];
+
+	snprintf(good, sizeof(good), "%s", tpath("good"));
+	snprintf(bad, sizeof(bad), "%s", tpath("bad"));
+	ck_assert_int_eq(sefer_pstore_create(good, kind, &o, &h), 0);
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(sefer_palloc(h, 40 + 8 * (i % 4), &off[i]), 0);
+		ck_assert_int_eq(sefer_pwrite(h, off[i], 0, "data", 4), 0);
+	}
+	for (int i = 0; i < 39; i += 3)
+		ck_assert_int_eq(sefer_pfree(h, off[i]), 0);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+}
+
+static uint8_t *slurp(const char *p, size_t *len)
+{
+	struct stat st;
+	int fd = open(p, O_RDONLY);
+	uint8_t *b;
+
+	ck_assert_int_ge(fd, 0);
+	fstat(fd, &st);
+	*len = (size_t)st.st_size;
+	b = malloc(*len + 1);
+	ck_assert_int_eq(read(fd, b, *len), (ssize_t)*len);
+	close(fd);
+	return b;
+}
+
+static void spit(const char *p, const uint8_t *b, size_t len)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+}
+
+/* Write `bad` from good with bit `bit` of byte `at` flipped (at < 0: no flip), truncated to
+ * `trunc` (0: keep), open it and expect refusal naming `want`, file unchanged. */
+static void expect_refused(long at, int bit, size_t trunc, const char *want)
+{
+	size_t len, len2;
+	uint8_t *b = slurp(good, &len), *after;
+	struct sefer_pstore *h;
+	char err[256] = "";
+	struct sefer_popts o = { .errbuf = err, .errlen = sizeof(err) };
+	int r;
+
+	if (at >= 0) {
+		ck_assert_uint_lt((size_t)at, len);
+		b[at] ^= (uint8_t)(1u << bit);
+	}
+	if (trunc)
+		len = trunc;
+	spit(bad, b, len);
+	r = sefer_pstore_open(bad, &o, &h);
+	if (!r)
+		sefer_pstore_close(h);
+	ck_assert_msg(r < 0, "corruption at %ld (want '%s') was accepted", at, want);
+	ck_assert_msg(strstr(err, want), "at %ld: message '%s' does not name '%s'", at, err, want);
+	after = slurp(bad, &len2);
+	ck_assert_uint_eq(len2, len);
+	ck_assert_msg(!memcmp(after, b, len), "refused file was modified");
+	free(after);
+	free(b);
+}
+
+START_TEST(test_store_header)
+{
+	make_good(SEFER_PALLOC_SEGREGATED);
+	expect_refused(0, 1, 0, "bad magic");
+	expect_refused(7, 1, 0, "newer than this library");
+	expect_refused(-1, 0, 100, "truncated header");
+	expect_refused(-1, 0, 5, "bad magic");
+	expect_refused(-1, 0, DATA + 600, "beyond the end of the file");
+	expect_refused(33, 4, 0, "header checksum mismatch");
+	expect_refused(20, 0, 0, "header checksum mismatch");
+	expect_refused(507, 7, 0, "header checksum mismatch");
+	unlink(good);
+	unlink(bad);
+}
+END_TEST
+
+START_TEST(test_alloc_header)
+{
+	make_good(_i);
+	expect_refused(DATA + 0, 0, 0, "bad allocator magic");
+	expect_refused(DATA + 9, 3, 0, "allocator header checksum");
+	expect_refused(DATA + 4, 1, 0, "allocator header checksum");
+	expect_refused(DATA + PA_TAIL_OFF + 1, 2, 0, "tail word");
+	expect_refused(DATA + PA_ROOT_OFF + 6, 5, 0, "root slot");
+	if (_i != SEFER_PALLOC_BESTFIT)
+		expect_refused(DATA + PA_LIST_OFF + 2, 0, 0, "head");
+	unlink(good);
+	unlink(bad);
+}
+END_TEST
+
+START_TEST(test_block_metadata)
+{
+	make_good(_i);
+	/* block 0 (freed: every third) header, block 1 header, a free block's link */
+	expect_refused(DATA + PA_HDR_END, 4, 0, "block header at 504");
+	expect_refused(DATA + PA_HDR_END + 1, 0, 0, "block header at 504");
+	size_t len;
+	uint8_t *b = slurp(good, &len);
+	uint64_t w, size;
+
+	memcpy(&w, b + DATA + PA_HDR_END, 8);
+	size = pword_val(w) & ~15ULL;
+	expect_refused(DATA + PA_HDR_END + (long)size + 7, 6, 0, "at");
+	if (_i == SEFER_PALLOC_SEGREGATED)	/* block 0 is free: its link word */
+		expect_refused(DATA + PA_HDR_END + 8 + 3, 1, 0, "link fails its check");
+	else					/* block 0's footer */
+		expect_refused(DATA + PA_HDR_END + (long)size - 8 + 2, 1, 0, "footer");
+	free(b);
+	unlink(good);
+	unlink(bad);
+}
+END_TEST
+
+/* A flipped bit inside a synced log record (a later record proves it was synced). */
+START_TEST(test_log_record)
+{
+	struct sefer_popts o = { .wal_bytes = WAL };
+	struct sefer_pstore *h;
+	pid_t pid;
+	int status;
+
+	snprintf(good, sizeof(good), "%s", tpath("good"));
+	snprintf(bad, sizeof(bad), "%s", tpath("bad"));
+	pid = fork();
+	if (pid == 0) {
+		uint64_t off;
+
+		if (sefer_pstore_create(good, SEFER_PALLOC_SEGREGATED, &o, &h))
+			_exit(2);
+		for (int i = 0; i < 20; i++)
+			if (sefer_palloc(h, 64, &off))
+				_exit(3);
+		_exit(0);	/* unclean: the log holds the records */
+	}
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	/* find the 6th record in the log: records are 8-byte aligned, "SWAL" magic */
+	size_t len;
+	uint8_t *b = slurp(good, &len);
+	long at = -1;
+	int n = 0;
+
+	for (size_t p = PSTORE_WAL_OFF; p < DATA; p += 8)
+		if (!memcmp(b + p, "SWAL", 4) && ++n == 6) {
+			at = (long)p + 44;
+			break;
+		}
+	free(b);
+	ck_assert_int_ge(at, 0);
+	expect_refused(at, 2, 0, "is corrupt (checksum)");
+	/* the unmodified file opens and replays */
+	ck_assert_int_eq(sefer_pstore_open(good, NULL, &h), 0);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+	unlink(good);
+	unlink(bad);
+}
+END_TEST
+
+Suite *badfile_suite(void)
+{
+	Suite *s = suite_create("persist-badfile");
+	TCase *tc = tcase_create("badfile");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_store_header);
+	tcase_add_loop_test(tc, test_alloc_header, 0, SEFER_PALLOC_KINDS);
+	tcase_add_loop_test(tc, test_block_metadata, 0, SEFER_PALLOC_KINDS);
+	tcase_add_test(tc, test_log_record);
+	suite_add_tcase(s, tc);
+	return s;
+}
