@@ -26,9 +26,12 @@ $(objtree)/bench/%: $(srctree)/bench/%.c $(srctree)/bench/common.h
 
 bench-progs: $(bench-progs)
 
-# bench-persist (persist/persist.mk or bench/persist/) runs too when someone has defined it.
-bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(srctree)/persist/persist.mk \
-	$(wildcard $(srctree)/bench/persist/*.mk) && echo y)
+# 'make bench' also runs bench-persist when a makefile defines it: persist/persist.mk hooks it
+# in itself ("bench: bench-persist", so it runs first); if a definition appears without that
+# hook (e.g. under bench/persist/), this recipe runs it afterwards.
+persist-mks = $(wildcard $(srctree)/persist/persist.mk $(srctree)/bench/persist/*.mk)
+bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(persist-mks) && \
+	! grep -qs '^bench *:.*bench-persist' $(persist-mks) && echo y)
 
 bench: all $(bench-progs)
 	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
