@@ -140,10 +140,20 @@ endif
 SEFER_CFLAGS += $(EXTRA_CFLAGS)
 LDLIBS := $(lib-libs) -lpthread
 
-$(objtree)/%.o: $(srctree)/%.c $(autoconf-mk)
+# Objects also depend on the compiler command: a changed CC or flag rebuilds them (like Kbuild's
+# .cmd files, one file for the whole build).
+cflags-file := $(objtree)/include/config/cflags
+cflags-now := $(CC) $(SEFER_CFLAGS) $(CFLAGS) $(foreach v,$(filter CFLAGS_%,$(.VARIABLES)),$(v)=$($(v)))
+ifneq ($(config-goals)$(filter $(no-config-targets),$(MAKECMDGOALS)),)
+else
+$(shell mkdir -p $(objtree)/include/config; \
+	[ "$$(cat $(cflags-file) 2>/dev/null)" = '$(cflags-now)' ] || echo '$(cflags-now)' > $(cflags-file))
+endif
+
+$(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $@)) -MMD -MP -c -o $@ $<
 
 -include $(lib-objs:.o=.d)
 

@@ -105,8 +105,10 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		tag = old & XT_MASK;
 		block_set_next(b, (struct block *)(old & ~XT_MASK));
 		next = (uintptr_t)b | (tag == XT_FULL ? XT_FREEING : tag);
-		/* release: the owner's acquire in collect sees the link written above. */
-	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, next, memory_order_release,
+		/* release: the owner's acquire in collect sees the link written above; acquire:
+		 * when we take FULL, the owner's earlier writes (page_to_full's release) are
+		 * visible before we write pg->delayed_next. */
+	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, next, memory_order_acq_rel,
 							 memory_order_relaxed));
 	if (tag != XT_FULL)
 		return;

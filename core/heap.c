@@ -120,7 +120,7 @@ static void abandon_segments(struct heap *heap, struct segment *list)
 		seg->next = abandoned;
 		if (abandoned)
 			abandoned->prev = seg;
-		abandoned = seg;
+		__atomic_store_n(&abandoned, seg, __ATOMIC_RELAXED); /* read unlocked as a hint */
 		/* release: an adopter that wins the CAS sees every page as we left it. */
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 		spin_unlock(&abandoned_lock);
@@ -187,7 +187,7 @@ void abandoned_remove(struct segment *seg)
 	if (seg->prev)
 		seg->prev->next = seg->next;
 	else
-		abandoned = seg->next;
+		__atomic_store_n(&abandoned, seg->next, __ATOMIC_RELAXED);
 	if (seg->next)
 		seg->next->prev = seg->prev;
 	seg->next = seg->prev = NULL;

@@ -198,8 +198,10 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 		}
 		if (xt_tag(old) != XT_NORMAL)
 			break; /* already on the delayed list: draining will bring it back */
+		/* release: pairs with the pusher's acquire, so our earlier uses of the page's
+		 * delayed link happen before the pusher writes it. */
 		if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old, XT_FULL,
-							  memory_order_relaxed, memory_order_relaxed))
+							  memory_order_release, memory_order_relaxed))
 			break;
 	}
 	queue_remove(&heap->bins[pg->bin], pg);
@@ -235,7 +237,6 @@ void heap_drain_delayed(struct heap *heap)
 	while (pg) {
 		struct page *next = pg->delayed_next;
 
-		pg->delayed_next = NULL;
 		if (atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed) == heap) {
 			wait_not_freeing(pg);
 			page_collect_xthread(pg, XT_NORMAL);

@@ -48,3 +48,41 @@ check: all
 	echo; [ -z "$$failed" ] || echo "failed groups:$$failed"; \
 	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
 .PHONY: check $(check-targets)
+
+# ---- sanitizers: the core built by clang with ASan, TSan or UBSan (malloc face off, since the
+# sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*.
+# The process suite (fork, RLIMIT_AS, exec'd children) runs in the plain and UBSan builds only:
+# ASan's shadow memory does not fit a 512 MiB address-space limit and TSan does not support
+# fork from a threaded process.
+san-cflags-asan := -fsanitize=address -fno-omit-frame-pointer
+san-cflags-tsan := -fsanitize=thread
+san-cflags-tsan-urcu := -fsanitize=thread
+san-cflags-ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
+san-config-asan := MALLOC_FACE=n SYNC_C11=y
+san-config-tsan := MALLOC_FACE=n SYNC_C11=y
+san-config-tsan-urcu := MALLOC_FACE=n SYNC_URCU=y
+san-config-ubsan := MALLOC_FACE=n
+# liburcu-bp places its reader records (declared 128-byte aligned) at 32-byte offsets in its
+# arena; UBSan flags every inlined read lock. That is liburcu's, so the alignment check is off
+# for the one file that inlines it.
+san-urcu-cflags-ubsan := -fno-sanitize=alignment
+san-exclude-asan := process
+san-exclude-tsan := process
+san-exclude-tsan-urcu := process
+san-exclude-ubsan :=
+sanitizers := asan tsan tsan-urcu ubsan
+
+ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)
+check-targets += $(addprefix check-,$(sanitizers))
+endif
+$(addprefix check-,$(sanitizers)): check-%:
+	$(Q)mkdir -p $(objtree)/san-$*
+	$(Q)KCONFIG_CONFIG=$(objtree)/san-$*/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+		$(san-config-$*) PERSIST=n SELFTEST_SANITIZERS=n >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/san-$* CC=clang \
+		EXTRA_CFLAGS="$(san-cflags-$*) -g" EXTRA_LDFLAGS="$(san-cflags-$*)" \
+		CFLAGS_sync_urcu.o="$(san-urcu-cflags-$*)" test-bins
+	$(Q)cd $(objtree)/san-$* && SEFER_TEST_SKIP="$(san-exclude-$*)" \
+		TSAN_OPTIONS="halt_on_error=1 $(if $(findstring urcu,$*),suppressions=$(srctree)/selftest/tsan-urcu.supp)" \
+		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		./selftest/unit/sefer-unit && ./selftest/stress/stress 4 30000 2

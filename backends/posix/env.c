@@ -4,6 +4,7 @@
  * allocates: sefer may be the process's malloc and these run inside it.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,12 +55,14 @@ void posix_write_err(const char *msg, size_t len)
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
-static void (*exit_fn)(void *);
+static void (*_Atomic exit_fn)(void *);
 
 static void exit_trampoline(void *arg)
 {
-	if (exit_fn)
-		exit_fn(arg);
+	void (*fn)(void *) = atomic_load_explicit(&exit_fn, memory_order_relaxed);
+
+	if (fn)
+		fn(arg);
 }
 
 static void exit_key_init(void)
@@ -70,7 +73,7 @@ static void exit_key_init(void)
 bool posix_thread_exit_hook(void (*fn)(void *), void *arg)
 {
 	pthread_once(&exit_once, exit_key_init);
-	exit_fn = fn;
+	atomic_store_explicit(&exit_fn, fn, memory_order_relaxed);
 	return pthread_setspecific(exit_key, arg) == 0;
 }
 

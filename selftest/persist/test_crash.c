@@ -154,7 +154,7 @@ START_TEST(test_kill_loop)
 					_exit(8);
 		}
 		close(fds[1]);
-		usleep(2000 + (useconds_t)(rand() % 25000));
+		usleep(5000 + (useconds_t)(rand() % 60000));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		struct pm_msg msgs[64];
