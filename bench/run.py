@@ -757,8 +757,81 @@ def write_png(path, configs, allocs, summ, title):
     return True
 
 
+def rst_summary(path):
+    """Print an RST table of sefer against the peers from a latest.csv, for
+    the 'Current results' section of Documentation/benchmarks.rst."""
+    rows = list(csv.DictReader(open(path)))
+    names = [n for n in ORDER if any(r["allocator"] == n for r in rows)]
+    keys = []
+    for r in rows:
+        k = (r["section"], r["bench"], r["param"], r["threads"], r["pin"])
+        if k not in keys:
+            keys.append(k)
+    by = {(r["section"], r["bench"], r["param"], r["threads"], r["pin"],
+           r["allocator"]): r for r in rows}
+
+    def label(k):
+        if k[0] == "real":
+            return "%s %s" % (k[1], k[2])
+        return "%s %s t=%s%s" % (k[1], k[2], k[3], " pin" if k[4] == "1" else "")
+
+    def cell(k, n, field):
+        r = by.get(k + (n,))
+        if not r:
+            return "-"
+        if r["status"] != "ok":
+            return "FAIL"
+        v = float(r[field]) if r[field] else None
+        if v is None:
+            return "?"
+        if field == "peak_rss_kb":
+            return fmt_rss(v)
+        return fmt_rate(v) if k[0] == "micro" else "%.3fs" % v
+
+    def ratio_cell(k, field):
+        r = by.get(k + ("sefer",))
+        return ("%.2f" % float(r[field])) if r and r.get(field) else "-"
+
+    hdr = ["benchmark"] + names + ["sefer/mimalloc", "sefer/glibc"]
+    for title, sect, field, rf in (
+            ("Throughput, allocator calls/s (higher is better)", "micro",
+             "median", ("ratio_mimalloc", "ratio_glibc")),
+            ("Real programs, wall seconds (lower is better)", "real",
+             "median", ("ratio_mimalloc", "ratio_glibc")),
+            ("Peak RSS, MiB (lower is better)", None, "peak_rss_kb",
+             ("rss_ratio_mimalloc", "rss_ratio_glibc"))):
+        ks = [k for k in keys if sect is None or k[0] == sect]
+        if not ks:
+            continue
+        table = [hdr]
+        gm = ([], [])
+        for k in ks:
+            rr = [ratio_cell(k, rf[0]), ratio_cell(k, rf[1])]
+            for i in (0, 1):
+                if rr[i] != "-":
+                    gm[i].append(float(rr[i]))
+            table.append([label(k)] + [cell(k, n, field) for n in names] + rr)
+        table.append(["geometric mean"] + [""] * len(names) +
+                     ["%.2f" % geomean(g) if g else "-" for g in gm])
+        w = [max(len(r[i]) for r in table) for i in range(len(hdr))]
+        sep = "  ".join("=" * x for x in w)
+        print(title)
+        print("-" * len(title))
+        print()
+        print(sep)
+        for i, r in enumerate(table):
+            print("  ".join(v.ljust(w[j]) for j, v in enumerate(r)).rstrip())
+            if i == 0 or i == len(table) - 2:
+                print(sep)
+        print(sep)
+        print()
+
+
 # ------------------------------------------------------------ main
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--rst-summary":
+        rst_summary(sys.argv[2])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bindir", required=True)
