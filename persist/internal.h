@@ -41,6 +41,7 @@ struct pio_plan {
 	uint64_t seed;
 	unsigned permille;	/* chance per write or sync call to fail */
 	bool crash_sim;		/* keep undo records for unsynced writes */
+	bool keep_all;		/* the crash keeps every write (a killed process, not power) */
 	uint64_t crash_at;	/* crash at this I/O call (1-based), 0: never */
 };
 

@@ -120,6 +120,15 @@ static int raw_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 /* Roll back unsynced writes, then re-apply a random subset, reordered and torn. */
 static void crash_locked(void)
 {
+	if (plan.keep_all) {
+		for (size_t i = 0; i < nundo; i++) {
+			free(undo[i].old);
+			free(undo[i].new);
+		}
+		nundo = 0;
+		crashed = true;
+		return;
+	}
 	for (size_t i = nundo; i-- > 0;) {
 		struct undo *u = &undo[i];
 		uint64_t keep = u->off < u->old_size ? u->old_size - u->off : 0;

@@ -123,7 +123,16 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
 	h.ckpt_seq = ckpt_seq;
 	h.ckpt_count = s->ckpt_count;
 	h.crc = pcrc32c(0, &h, offsetof(struct shdr, crc));
-	return pio_write(s->f, &h, sizeof(h), 0);
+	/*
+	 * One sector, written whole by the device. A failed (or short) write is retried: a torn
+	 * header left behind would make the store unreadable, and the log it names may already
+	 * be reused.
+	 */
+	int r = -EIO;
+
+	for (int i = 0; i < 8 && r; i++)
+		r = pio_write(s->f, &h, sizeof(h), 0);
+	return r;
 }
 
 /* sync, header := (ckpt_seq, len, flags), sync. Leader or exclusive owner only. */
@@ -176,20 +185,69 @@ int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *e
 	return r;
 }
 
-/* Is [p, p+len) of the log image a well-formed record? Checks everything but seq. */
-static bool rec_ok(const uint8_t *wal, uint64_t wal_size, uint64_t pos, struct rec *h)
+/* The log read through a window at open (records may straddle windows: reread). */
+#define WAL_WIN (1u << 20)
+
+struct wal_rd {
+	struct pstore *s;
+	uint8_t *buf;
+	uint64_t pos, len, cap;
+	int err;
+};
+
+/* Log bytes [pos, pos + n) or NULL (read error, or beyond the log). */
+static const uint8_t *wal_at(struct wal_rd *w, uint64_t pos, uint64_t n)
 {
-	if (pos + REC_HDR > wal_size)
+	uint64_t want;
+
+	if (w->buf && pos >= w->pos && pos + n <= w->pos + w->len)
+		return w->buf + (pos - w->pos);
+	if (w->err || pos + n > w->s->wal_size)
+		return NULL;
+	want = n > WAL_WIN ? n : WAL_WIN;
+	if (want > w->s->wal_size - pos)
+		want = w->s->wal_size - pos;
+	if (want > w->cap) {
+		uint8_t *nb = realloc(w->buf, want);
+
+		if (!nb) {
+			w->err = -ENOMEM;
+			return NULL;
+		}
+		w->buf = nb;
+		w->cap = want;
+	}
+	w->err = pio_read(w->s->f, w->buf, want, PSTORE_WAL_OFF + pos);
+	if (w->err) {
+		w->len = 0;
+		return NULL;
+	}
+	w->pos = pos;
+	w->len = want;
+	return w->buf;
+}
+
+/* Is there a well-formed record at pos? Checks everything but seq; *rp: its bytes. */
+static bool rec_ok_at(struct wal_rd *w, uint64_t pos, struct rec *h, const uint8_t **rp)
+{
+	const uint8_t *p = wal_at(w, pos, REC_HDR);
+
+	if (!p)
 		return false;
-	memcpy(h, wal + pos, REC_HDR);
-	if (h->magic != REC_MAGIC || h->len < REC_HDR || h->len % 8 || h->len > wal_size - pos)
+	memcpy(h, p, REC_HDR);
+	if (h->magic != REC_MAGIC || h->len < REC_HDR || h->len % 8 ||
+	    h->len > w->s->wal_size - pos)
+		return false;
+	p = wal_at(w, pos, h->len);
+	if (!p)
 		return false;
 	struct rec z = *h;
 	uint32_t crc;
 
 	z.crc = 0;
 	crc = pcrc32c(0, &z, REC_HDR);
-	crc = pcrc32c(crc, wal + pos + REC_HDR, h->len - REC_HDR);
+	crc = pcrc32c(crc, p + REC_HDR, h->len - REC_HDR);
+	*rp = p;
 	return crc == h->crc;
 }
 
@@ -323,6 +381,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void apply_flush_free(struct apply_ctx *c)
+{
+	for (size_t i = 0; i < c->cap; i++)
+		free(c->page[i]);
+	free(c->key);
+	free(c->page);
+	c->key = NULL;
+	c->page = NULL;
+	c->cap = c->n = 0;
+}
+
 /* Write the dirty pages (in file order) and free the map. */
 static int apply_flush(struct apply_ctx *c)
 {
@@ -361,7 +430,8 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 {
 	struct shdr h;
 	int64_t fsz;
-	uint8_t *wal = NULL;
+	struct wal_rd w = { .s = s };
+	struct apply_ctx ac = { .s = s };
 	int r;
 
 	init_common(s);
@@ -430,56 +500,60 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	s->file_len = (uint64_t)fsz;
 	info->clean = h.flags & HDR_CLEAN;
 
-	/* Read the whole log, find the valid prefix from ckpt_seq, check what follows it. */
-	wal = malloc(s->wal_size);
-	if (!wal) {
-		r = -ENOMEM;
-		emsg(err, elen, "%s: no memory for the log", path);
-		goto fail;
-	}
-	if (pio_read(s->f, wal, s->wal_size, PSTORE_WAL_OFF)) {
-		r = -EIO;
-		emsg(err, elen, "%s: cannot read the log", path);
-		goto fail;
-	}
-	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len;
+	/*
+	 * Read the log through a window: the valid prefix from ckpt_seq is gathered into pages
+	 * (nothing written yet), then the rest of the log is searched for a record that proves
+	 * a synced record bad. Only then is anything written.
+	 */
+	ac.paged = true;
+	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len, max_len = len;
+	const uint8_t *rp;
 	struct rec rh;
 
-	while (rec_ok(wal, s->wal_size, pos, &rh) && rh.seq == seq) {
-		if (!rec_entries(wal + pos, &rh, NULL, NULL)) {
+	while (rec_ok_at(&w, pos, &rh, &rp) && rh.seq == seq) {
+		if (!rec_entries(rp, &rh, NULL, NULL)) {
 			r = -EUCLEAN;
 			emsg(err, elen, "%s: log record %llu is malformed", path,
 			     (unsigned long long)seq);
 			goto fail;
 		}
+		rec_entries(rp, &rh, apply_fn, &ac);
 		len = rh.new_len;
+		if (len > max_len)
+			max_len = len;
 		pos += rh.len;
 		seq++;
 	}
-	for (uint64_t q = pos; q + REC_HDR <= s->wal_size; q += 8) {
-		uint32_t m;
+	for (uint64_t q = pos; q + REC_HDR <= s->wal_size && !w.err; q += 8) {
+		const uint8_t *m = wal_at(&w, q, 8);
+		uint32_t mg;
 
-		memcpy(&m, wal + q, 4);
-		if (m != REC_MAGIC || !rec_ok(wal, s->wal_size, q, &rh))
+		if (!m)
+			break;
+		memcpy(&mg, m, 4);
+		if (mg != REC_MAGIC)
 			continue;
-		if (rh.seq > seq && rh.synced_before > seq) {
-			r = -EUCLEAN;
-			emsg(err, elen, "%s: log record %llu is corrupt (checksum) although record "
-			     "%llu shows it was synced", path, (unsigned long long)seq,
-			     (unsigned long long)rh.seq);
-			goto fail;
-		}
+		m = wal_at(&w, q, REC_HDR);
+		if (!m)
+			break;
+		memcpy(&rh, m, REC_HDR);
+		if (rh.seq <= seq || rh.synced_before <= seq || !rec_ok_at(&w, q, &rh, &rp))
+			continue;
+		r = -EUCLEAN;
+		emsg(err, elen, "%s: log record %llu is corrupt (checksum) although record %llu "
+		     "shows it was synced", path, (unsigned long long)seq,
+		     (unsigned long long)rh.seq);
+		goto fail;
+	}
+	if (w.err || ac.err) {
+		r = w.err ? w.err : ac.err;
+		emsg(err, elen, "%s: cannot read the log: %s", path, strerror(-r));
+		goto fail;
 	}
 	/* The image is acceptable: replay in place (not yet synced, header unchanged). */
-	struct apply_ctx ac = { .s = s, .paged = true };
-
-	for (uint64_t p = 0; p < pos; p += rh.len) {
-		rec_ok(wal, s->wal_size, p, &rh);
-		if (s->data_off + rh.new_len > s->file_len && !ac.err) {
-			ac.err = pio_truncate(s->f, s->data_off + rh.new_len);
-			s->file_len = s->data_off + rh.new_len;
-		}
-		rec_entries(wal + p, &rh, apply_fn, &ac);
+	if (s->data_off + max_len > s->file_len) {
+		ac.err = pio_truncate(s->f, s->data_off + max_len);
+		s->file_len = s->data_off + max_len;
 	}
 	apply_flush(&ac);
 	if (ac.err) {
@@ -488,13 +562,14 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		goto fail;
 	}
 	info->replayed = seq - h.ckpt_seq;
-	free(wal);
+	free(w.buf);
 	s->next_seq = s->durable_seq = seq;
 	s->len = s->durable_len = len;
 	s->wal_pos = pos;
 	return 0;
 fail:
-	free(wal);
+	free(w.buf);
+	apply_flush_free(&ac);
 	pio_close(s->f);
 	free_common(s);
 	return r;

@@ -270,8 +270,15 @@ int pm_recover(struct pmodel *m, struct sefer_pstore *h, char *msg, size_t len)
 				}
 			}
 			if (!done) {
-				snprintf(msg, len, "realloc in flight lost slot %d (old off %llu)", fl,
-					 (unsigned long long)old.off);
+				size_t un = 0;
+
+				for (size_t k = 0; k < bl.n; k++)
+					un += !bl.claimed[k];
+				snprintf(msg, len, "realloc in flight lost slot %d (old off %llu len %u, "
+					 "new len %u, old block %s, usable %zu, %zu unclaimed blocks)", fl,
+					 (unsigned long long)old.off, old.len, b->len,
+					 p >= 0 ? "allocated" : "not allocated",
+					 sefer_pusable(h, old.off), un);
 				goto out;
 			}
 			break;

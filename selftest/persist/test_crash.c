@@ -53,7 +53,7 @@ START_TEST(test_power_cut)
 	for (long it = 0; it < sims; it++) {
 		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
 		struct pio_plan plan = { .seed = rng, .crash_sim = true,
-					 .crash_at = 1 + (rng >> 33) % 120 };
+					 .crash_at = 1 + (rng >> 33) % 120, .keep_all = it % 4 == 3 };
 
 		pio_set_plan(&plan);
 		while (!pio_crashed()) {
@@ -117,9 +117,10 @@ END_TEST
 
 static int pipe_fd;
 
+/* In the child: keep its own model current and tell the parent. */
 static void to_parent(void *arg, const struct pm_msg *m)
 {
-	(void)arg;
+	pm_apply(arg, m);
 	if (write(pipe_fd, m, sizeof(*m)) != (ssize_t)sizeof(*m))
 		_exit(7);
 }
@@ -150,11 +151,11 @@ START_TEST(test_kill_loop)
 			pipe_fd = fds[1];
 			h = reopen(p);
 			for (;;)
-				if (pm_step(&m, h, to_parent, NULL))
+				if (pm_step(&m, h, to_parent, &m))
 					_exit(8);
 		}
 		close(fds[1]);
-		usleep(5000 + (useconds_t)(rand() % 60000));
+		usleep(10000 + (useconds_t)(rand() % 70000));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		struct pm_msg msgs[64];
