@@ -108,7 +108,7 @@ endif
 
 unquote = $(patsubst "%",%,$(1))
 CROSS_COMPILE ?= $(call unquote,$(CONFIG_CROSS_COMPILE))
-ifeq ($(origin CC),default)
+ifneq ($(filter default undefined,$(origin CC)),)
 CC := $(CROSS_COMPILE)gcc
 endif
 AR := $(CROSS_COMPILE)ar
@@ -183,6 +183,8 @@ all: $(static-lib) $(shared-lib) $(extra-all)
 include $(srctree)/selftest/selftest.mk
 -include $(srctree)/bench/bench.mk
 -include $(srctree)/persist/persist.mk
+-include $(srctree)/policies/policies.mk
+-include $(srctree)/backends/ports.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \

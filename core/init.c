@@ -65,6 +65,8 @@ void process_init(void)
 	in_init = true;
 	sefer_os.init(&sefer_os_info);
 	options_init();
+	if (sefer_opt.show_stats && sefer_os.keep_err)
+		sefer_os.keep_err();
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_list_key, sizeof(sefer_list_key)))
 		sefer_list_key = (uintptr_t)&sefer_list_key ^ (uintptr_t)sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 	sefer_list_key |= 1;

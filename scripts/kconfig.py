@@ -27,6 +27,7 @@ FATAL = ("undefined symbol", "is not a valid value", "malformed", "unknown", "in
 def load(path):
     os.environ.setdefault("srctree", SRCTREE)
     kconf = kconfiglib.Kconfig(os.path.join(SRCTREE, "Kconfig"), warn_to_stderr=False)
+    kconf.warn_assign_undef = True
     if path is not None:
         if not os.path.exists(path):
             sys.exit("sefer: config file %s does not exist" % path)
@@ -43,7 +44,9 @@ def load(path):
 
 
 def out_config():
-    return os.environ.get("KCONFIG_CONFIG", ".config")
+    path = os.environ.get("KCONFIG_CONFIG", ".config")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return path
 
 
 def main(argv):

@@ -38,16 +38,6 @@ check-targets += check-stress
 check-stress: $(stress-bin)
 	$(Q)$(TEST_RUNNER) $(stress-bin) 4 100000 3
 
-check: all
-	$(Q)pass=0; fail=0; failed=""; \
-	for t in $(check-targets); do \
-		echo "=== $$t"; \
-		if $(MAKE) -f $(srctree)/Makefile O=$(O) $$t; then pass=$$((pass+1)); echo "--- PASS $$t"; \
-		else fail=$$((fail+1)); failed="$$failed $$t"; echo "--- FAIL $$t"; fi; \
-	done; \
-	echo; [ -z "$$failed" ] || echo "failed groups:$$failed"; \
-	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
-.PHONY: check $(check-targets)
 
 # ---- sanitizers: the core built by clang with ASan, TSan or UBSan (malloc face off, since the
 # sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*.
@@ -86,3 +76,53 @@ $(addprefix check-,$(sanitizers)): check-%:
 		TSAN_OPTIONS="halt_on_error=1 $(if $(findstring urcu,$*),suppressions=$(srctree)/selftest/tsan-urcu.supp)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		./selftest/unit/sefer-unit && ./selftest/stress/stress 4 30000 2
+
+# ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
+check-targets += check-config
+check-config:
+	$(Q)bash $(srctree)/selftest/config/check-config.sh $(srctree) $(objtree)/check-config
+
+# ---- warning-free under gcc and clang (-Wall -Wextra plus the project's warnings, as errors)
+check-targets += check-warnings
+check-warnings:
+	$(Q)for cc in gcc clang; do \
+		mkdir -p $(objtree)/warn-$$cc && cp $(KCONFIG_CONFIG) $(objtree)/warn-$$cc/.config && \
+		$(MAKE) -f $(srctree)/Makefile O=$(objtree)/warn-$$cc CC=$$cc EXTRA_CFLAGS=-Werror \
+			all test-bins >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
+
+# ---- alternate configurations run the whole unit suite and the stress test
+alt-configs := linux_min hardened
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+check-targets += $(addprefix check-config-,$(alt-configs))
+endif
+$(addprefix check-config-,$(alt-configs)): check-config-%:
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* $*_defconfig >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
+	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
+
+# ---- real programs under LD_PRELOAD
+ifeq ($(CONFIG_SELFTEST_REAL_PROGRAMS),y)
+check-targets += check-real
+endif
+check-real: $(shared-lib)
+	$(Q)bash $(srctree)/selftest/real/check-real.sh $(shared-lib) $(objtree)/check-real
+
+# ---- make run: the main job of the quick start
+run: all
+	@echo "== sefer: python3 (allocation-heavy script, every object through malloc) under sefer"
+	$(Q)PYTHONMALLOC=malloc LD_PRELOAD=$(shared-lib) SEFER_SHOW_STATS=1 \
+		/usr/bin/python3 $(srctree)/selftest/real/alloc_heavy.py 20
+	@echo "== sefer: headline benchmark (steady churn and larson; glibc, mimalloc, sefer)"
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(O) bench-headline
+.PHONY: run
+
+check: all
+	$(Q)pass=0; fail=0; failed=""; \
+	for t in $(check-targets); do \
+		echo "=== $$t"; \
+		if $(MAKE) -f $(srctree)/Makefile O=$(O) $$t; then pass=$$((pass+1)); echo "--- PASS $$t"; \
+		else fail=$$((fail+1)); failed="$$failed $$t"; echo "--- FAIL $$t"; fi; \
+	done; \
+	echo; [ -z "$$failed" ] || echo "failed groups:$$failed"; \
+	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+.PHONY: check $(check-targets)

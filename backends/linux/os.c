@@ -109,6 +109,7 @@ const struct sefer_os_ops sefer_os = {
 	.clock_ms = posix_clock_ms,
 	.getenv = posix_getenv,
 	.write_err = posix_write_err,
+	.keep_err = posix_keep_err,
 	.random_bytes = linux_random_bytes,
 	.thread_exit_hook = posix_thread_exit_hook,
 	.thread_id = linux_thread_id,

@@ -3,6 +3,7 @@
  * POSIX clock, environment, error output and thread-exit notification. Nothing here
  * allocates: sefer may be the process's malloc and these run inside it.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -41,10 +42,20 @@ bool posix_getenv(const char *name, char *buf, size_t len)
 	return false;
 }
 
+static int err_fd = STDERR_FILENO;
+
+void posix_keep_err(void)
+{
+	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
+
+	if (fd >= 0)
+		err_fd = fd;
+}
+
 void posix_write_err(const char *msg, size_t len)
 {
 	while (len) {
-		ssize_t w = write(STDERR_FILENO, msg, len);
+		ssize_t w = write(err_fd, msg, len);
 
 		if (w <= 0)
 			return;

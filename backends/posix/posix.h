@@ -17,6 +17,7 @@ bool posix_decommit(void *addr, size_t size);
 uint64_t posix_clock_ms(void);
 bool posix_getenv(const char *name, char *buf, size_t len);
 void posix_write_err(const char *msg, size_t len);
+void posix_keep_err(void);
 bool posix_thread_exit_hook(void (*fn)(void *), void *arg);
 uint64_t posix_thread_id(void);
 

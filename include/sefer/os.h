@@ -94,6 +94,13 @@ struct sefer_os_ops {
 	/* Write a message to the error stream (stderr). Must not allocate; may be partial. */
 	void (*write_err)(const char *msg, size_t len);
 
+	/*
+	 * Optional. Called once at init when sefer will print at exit (SEFER_SHOW_STATS): keep a
+	 * private handle on the error stream so that write_err still reaches it after the
+	 * program closed stderr (coreutils close it in an atexit handler).
+	 */
+	void (*keep_err)(void);
+
 	/* Fill buf with random bytes (for hardening keys); false if no source is available. */
 	bool (*random_bytes)(void *buf, size_t len);
 

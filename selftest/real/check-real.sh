@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Real programs under LD_PRELOAD=libsefer.so with SEFER_SHOW_STATS=1: each must give the same
+# result as without sefer, and its stats summary must show that sefer served it.
+#   check-real.sh LIBSEFER.so SCRATCH
+set -u
+lib=$(readlink -f "$1")
+tmp=$2
+here=$(dirname "$(readlink -f "$0")")
+rm -rf "$tmp" && mkdir -p "$tmp"
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+# mallocs counted in the last stats summary of a log
+mallocs() { grep -o 'stats: mallocs [0-9]*' "$1" | tail -1 | grep -o '[0-9]*$'; }
+heaps() { grep -o 'stats: heaps [0-9]*' "$1" | tail -1 | grep -o '[0-9]*$'; }
+under() { LD_PRELOAD=$lib SEFER_SHOW_STATS=1 "$@"; }
+
+# PYTHONMALLOC=malloc: every Python object through malloc (not pymalloc's arenas).
+want=$(/usr/bin/python3 "$here/alloc_heavy.py" 20)
+got=$(PYTHONMALLOC=malloc under /usr/bin/python3 "$here/alloc_heavy.py" 20 2>"$tmp/py.err")
+m=$(mallocs "$tmp/py.err")
+if [ "$got" = "$want" ] && [ "${m:-0}" -gt 100000 ]; then
+	ok "python3 allocation-heavy script: same output, $m mallocs served by sefer"
+else
+	bad "python3: got '$got' want '$want', mallocs '${m:-none}': $(head -3 "$tmp/py.err")"
+fi
+
+got=$(under /usr/bin/python3 -c 'print(sum(range(10**6)))' 2>"$tmp/sum.err")
+if [ "$got" = 499999500000 ] && [ "$(mallocs "$tmp/sum.err")" -gt 0 ] 2>/dev/null; then
+	ok "python3 -c 'print(sum(range(10**6)))' prints the sum and a stats summary"
+else
+	bad "python3 sum: '$got' $(cat "$tmp/sum.err")"
+fi
+
+if under gcc -O2 -o "$tmp/sample" "$here/sample.c" 2>"$tmp/gcc.err" && [ "$("$tmp/sample")" = 14 ] ||
+	[ "$("$tmp/sample" 2>/dev/null)" = "$(gcc -O2 -o "$tmp/ref" "$here/sample.c" && "$tmp/ref")" ]; then
+	n=$(grep -c 'stats: mallocs' "$tmp/gcc.err")
+	m=$(grep -o 'stats: mallocs [0-9]*' "$tmp/gcc.err" | grep -o '[0-9]*$' | sort -n | tail -1)
+	if [ "$n" -ge 2 ] && [ "${m:-0}" -gt 1000 ]; then
+		ok "gcc compiled and linked a program: $n processes under sefer, up to $m mallocs"
+	else
+		bad "gcc: stats missing ($n summaries, max mallocs '${m:-none}')"
+	fi
+else
+	bad "gcc under sefer failed: $(head -5 "$tmp/gcc.err")"
+fi
+
+# A multithreaded program: Python threads allocate, the main thread frees what they made.
+want=$(/usr/bin/python3 "$here/threads.py")
+got=$(PYTHONMALLOC=malloc under /usr/bin/python3 "$here/threads.py" 2>"$tmp/mt.err")
+h=$(heaps "$tmp/mt.err")
+x=$(grep -o 'cross-thread frees [0-9]*' "$tmp/mt.err" | tail -1 | grep -o '[0-9]*$')
+if [ "$got" = "$want" ] && [ "${h:-0}" -ge 3 ] && [ "${x:-0}" -gt 1000 ]; then
+	ok "multithreaded python3: same output, $h heaps, $x cross-thread frees"
+else
+	bad "multithreaded python3: got '$got' want '$want', heaps '${h:-none}', xfrees '${x:-none}'"
+fi
+
+echo "real programs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
