@@ -34,6 +34,21 @@ Q := @
 quiet = @printf '  %-8s %s\n'
 endif
 
+# The quick-start goals install what they need first (idempotent; fast when all is present),
+# so that they work on a fresh machine with only gcc and make.
+ifneq ($(filter run check bench,$(MAKECMDGOALS)),)
+ifndef SEFER_DEPS_CHECKED
+$(info sefer: checking build and test dependencies (scripts/install-deps))
+ifneq ($(shell bash $(srctree)/scripts/install-deps >&2; echo $$?),0)
+$(error scripts/install-deps failed: see the messages above)
+endif
+export SEFER_DEPS_CHECKED := 1
+endif
+endif
+ifeq ($(wildcard $(PYTHON)),)
+$(error $(PYTHON) not found: run scripts/install-deps (as root) first)
+endif
+
 config-targets := menuconfig defconfig olddefconfig savedefconfig %_defconfig
 no-config-targets := clean distclean help
 config-goals := $(filter $(config-targets),$(MAKECMDGOALS))

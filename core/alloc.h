@@ -16,7 +16,7 @@
 
 void *malloc_slow(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
 void *malloc_generic(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
-void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p) SEFER_INTERNAL noinline;
+void free_slow(struct heap *heap, void *p) SEFER_INTERNAL noinline;
 void free_foreign(const void *p) SEFER_INTERNAL noinline;
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
 		      struct block *b) SEFER_INTERNAL;
@@ -63,26 +63,23 @@ static always_inline void sefer_free_inline(void *p)
 		return;
 	}
 	struct heap *heap = heap_get();
-	struct page *pg = page_of(seg, p);
 
-	if (likely(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap &&
-		   !pg->flags)) {
+	if (likely(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap)) {
+		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
-		if (unlikely(!live_clear(seg, b))) {
-			free_slow(heap, seg, pg, p); /* reports the double or invalid free */
+		if (likely(!pg->flags && live_clear(seg, b))) {
+			if (policy_small_free(heap, pg, p))
+				return;
+			heap_stat_inc(heap, frees);
+			block_set_next(b, pg->local_free);
+			pg->local_free = b;
+			if (unlikely(--pg->used == 0))
+				page_retire(heap, pg);
 			return;
 		}
-		if (policy_small_free(heap, pg, p))
-			return;
-		heap_stat_inc(heap, frees);
-		block_set_next(b, pg->local_free);
-		pg->local_free = b;
-		if (unlikely(--pg->used == 0))
-			page_retire(heap, pg);
-		return;
 	}
-	free_slow(heap, seg, pg, p);
+	free_slow(heap, p); /* full page, double free, another owner, large object */
 }
 
 #endif

@@ -22,7 +22,17 @@
 #define always_inline inline __attribute__((always_inline))
 #define CACHELINE 64
 #define cacheline_aligned __attribute__((aligned(CACHELINE)))
+/* sefer_vformat is C99 printf (%zu, %llu), not the msvcrt one mingw's "printf" checks for. */
+#if defined(_WIN32) && !defined(__clang__)
+#define __sefer_printf(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define __sefer_printf(f, a) __attribute__((format(printf, f, a)))
+#endif
+#ifdef _WIN32
+#define SEFER_INTERNAL /* PE has no ELF visibility: only dllexport'ed symbols leave the DLL */
+#else
 #define SEFER_INTERNAL __attribute__((visibility("hidden")))
+#endif
 
 #define SEGMENT_SHIFT CONFIG_SEGMENT_SHIFT
 #define SEGMENT_SIZE ((size_t)1 << SEGMENT_SHIFT)

@@ -11,10 +11,10 @@
  * printf subset: %s %c %d %u %x %p %zu %zx %lu %llu %ld %lld %lx %llx %%. Writes "sefer: " and
  * the message to the error stream in one write.
  */
-void sefer_message(const char *fmt, ...) SEFER_INTERNAL __attribute__((format(printf, 1, 2)));
+void sefer_message(const char *fmt, ...) SEFER_INTERNAL __sefer_printf(1, 2);
 void sefer_vformat(char *buf, size_t len, const char *fmt, va_list ap) SEFER_INTERNAL;
 void sefer_format(char *buf, size_t len, const char *fmt, ...)
-	SEFER_INTERNAL __attribute__((format(printf, 3, 4)));
+	SEFER_INTERNAL __sefer_printf(3, 4);
 
 /*
  * A heap misuse by the program (double free, invalid pointer): report it with the address and

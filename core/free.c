@@ -129,8 +129,10 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		;
 }
 
-void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p)
+void free_slow(struct heap *heap, void *p)
 {
+	struct segment *seg = segment_of(p);
+	struct page *pg = page_of(seg, p);
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 
 	if (owner == LARGE_OWNER) {
@@ -138,10 +140,9 @@ void free_slow(struct heap *heap, struct segment *seg, struct page *pg, void *p)
 		return;
 	}
 	if (owner == heap) {
-		/* Local but not plain: a full page, or the live bit is already clear. */
-		if (!pg->flags || !live_clear(seg, p)) {
-			if (!live_test(seg, p))
-				report_bad_free(seg, p);
+		/* Local but not plain: a full page, or the live bit was already clear. */
+		if (!live_clear(seg, p)) {
+			report_bad_free(seg, p);
 			return;
 		}
 		free_local_block(heap, seg, pg, p);

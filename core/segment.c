@@ -22,9 +22,6 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
-/* Bytes of the header a large segment needs: everything before the page descriptors. */
-#define LARGE_HEADER ((size_t)__builtin_offsetof(struct segment, pages))
-
 static void list_push(struct segment **head, struct segment *seg)
 {
 	seg->prev = NULL;
@@ -95,7 +92,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 
 struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align)
 {
-	size_t off = align_up(LARGE_HEADER, align > CACHELINE ? align : CACHELINE);
+	size_t off = large_block_offset(align);
 	size_t total = align_up(off + size, SPAGE_SIZE);
 	struct segment *seg;
 	int node;

@@ -118,7 +118,7 @@ static always_inline struct segment *segment_of(const void *p)
 
 static always_inline struct page *page_of(struct segment *seg, const void *p)
 {
-	size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> SPAGE_SHIFT;
+	size_t idx = ((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT;
 
 	return &seg->pages[seg->page_head[idx]];
 }
@@ -167,10 +167,11 @@ static always_inline size_t live_bit(const struct segment *seg, const void *p)
 static always_inline void live_set(struct segment *seg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	size_t bit = live_bit(seg, p);
-	_Atomic(uint64_t) *w = &seg->live_bits[bit >> 6];
+	uintptr_t off = (uintptr_t)p & SEGMENT_MASK;
+	_Atomic(uint64_t) *w = &seg->live_bits[off >> (GRANULE_SHIFT + 6)];
 
-	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) | (1ULL << (bit & 63)),
+	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) |
+				      (1ULL << ((off >> GRANULE_SHIFT) & 63)),
 			      memory_order_relaxed);
 #endif
 }
@@ -179,13 +180,14 @@ static always_inline void live_set(struct segment *seg, const void *p)
 static always_inline bool live_clear(struct segment *seg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	size_t bit = live_bit(seg, p);
-	_Atomic(uint64_t) *w = &seg->live_bits[bit >> 6];
-	uint64_t v = atomic_load_explicit(w, memory_order_relaxed), m = 1ULL << (bit & 63);
+	uintptr_t off = (uintptr_t)p & SEGMENT_MASK;
+	_Atomic(uint64_t) *w = &seg->live_bits[off >> (GRANULE_SHIFT + 6)];
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+	uint64_t m = 1ULL << ((off >> GRANULE_SHIFT) & 63);
 
 	if (unlikely(!(v & m)))
 		return false;
-	atomic_store_explicit(w, v & ~m, memory_order_relaxed);
+	atomic_store_explicit(w, v ^ m, memory_order_relaxed); /* the bit is set: xor clears it */
 #endif
 	return true;
 }
@@ -200,6 +202,18 @@ static inline bool live_test(struct segment *seg, const void *p)
 #else
 	return true;
 #endif
+}
+
+/*
+ * Offset of a large segment's block from the segment start for an alignment: past the header
+ * up to (not including) the page descriptors, aligned to max(align, CACHELINE). Shared with the
+ * large_cache policy, which re-places the block of a reused segment.
+ */
+static inline size_t large_block_offset(size_t align)
+{
+	size_t a = align > CACHELINE ? align : CACHELINE;
+
+	return align_up(__builtin_offsetof(struct segment, pages), a);
 }
 
 /* segment.c */

@@ -107,6 +107,13 @@ endif
 check-real: $(shared-lib)
 	$(Q)bash $(srctree)/selftest/real/check-real.sh $(shared-lib) $(objtree)/check-real
 
+# ---- the fast paths in the disassembly: no lock, no atomic RMW, no indirect call (x86-64)
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-fastpath
+endif
+check-fastpath: $(shared-lib)
+	$(Q)bash $(srctree)/selftest/fastpath/check-fastpath.sh $(shared-lib)
+
 # ---- make run: the main job of the quick start
 run: all
 	@echo "== sefer: python3 (allocation-heavy script, every object through malloc) under sefer"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The malloc and free fast paths take no lock, no atomic read-modify-write and no indirect call:
+# disassemble the exported functions and fail on a lock prefix, xchg, cmpxchg, an indirect call
+# or jump, or any call at all (slow paths are reached by direct tail jumps).
+#   check-fastpath.sh LIBSEFER.so [OBJDUMP]
+set -u
+lib=$1
+objdump=${2:-objdump}
+pass=0 fail=0
+for fn in malloc free sefer_malloc sefer_free; do
+	body=$($objdump -d --no-show-raw-insn "$lib" | awk -v f="<$fn>:" '$2 == f {p = 1; next} p && /^$/ {exit} p')
+	n=$(printf '%s\n' "$body" | grep -c .)
+	bad=$(printf '%s\n' "$body" | grep -E '\block\b|xchg[a-z]* +[^,]*\(|xchg[a-z]* +.*,.*\(|cmpxchg|call|jmpq? +\*' || true)
+	if [ "$n" -gt 0 ] && [ "$n" -lt 80 ] && [ -z "$bad" ]; then
+		echo "ok   $fn: $n instructions, no lock, no atomic RMW, no call or indirect jump"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $fn ($n instructions): ${bad:-function missing or too long}"
+		fail=$((fail + 1))
+	fi
+done
+echo "fast path: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
