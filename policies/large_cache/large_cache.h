@@ -1,7 +1,53 @@
 /* SPDX-License-Identifier: MIT */
-/* The large_cache policy (not implemented yet: an empty instance, see core/policy.h). */
+/*
+ * The large_cache policy: freed large segments kept (pages committed) for reuse.
+ *
+ * Per heap, a FIFO list of cached large segments (oldest first) and their mapped bytes. Only
+ * the heap's own thread touches it: large_free() caches into the freeing thread's heap, which
+ * may differ from the allocating one. See policies/large_cache/large_cache.c for the rules
+ * and Documentation/policies/large_cache.rst for the numbers.
+ */
 #ifndef SEFER_POLICY_LARGE_CACHE_H
 #define SEFER_POLICY_LARGE_CACHE_H
+
+#if IS_ENABLED(CONFIG_POLICY_LARGE_CACHE)
+
+struct large_cache_heap {
+	struct segment *head, *tail; /* cached segments, oldest first (linked by next/prev) */
+	size_t bytes;		     /* mapped bytes of the cached segments */
+	size_t count;
+	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
+	uint64_t hits, misses, evictions;
+};
+
+/* SEFER_LARGE_CACHE_BUDGET (default unbounded) and SEFER_LARGE_CACHE_HEADROOM (256 MiB). */
+struct large_cache_options {
+	uint64_t budget;
+	uint64_t headroom;
+};
+
+extern struct large_cache_options large_cache_opt SEFER_INTERNAL;
+/* Test hook: the clock the decay reads (NULL: sefer_os.clock_ms). */
+extern uint64_t (*large_cache_clock)(void) SEFER_INTERNAL;
+
+void large_cache_read_options(void) SEFER_INTERNAL;
+bool large_cache_init(void) SEFER_INTERNAL;
+void large_cache_heap_exit(struct heap *h) SEFER_INTERNAL;
+struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+	SEFER_INTERNAL;
+bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
+void large_cache_print_stats(void) SEFER_INTERNAL;
+
+static const struct sefer_policy_ops policy_large_cache = {
+	.name = "large_cache",
+	.init = large_cache_init,
+	.heap_exit = large_cache_heap_exit,
+	.large_alloc = large_cache_alloc,
+	.large_free = large_cache_free,
+	.print_stats = large_cache_print_stats,
+};
+
+#else
 
 struct large_cache_heap {
 };
@@ -9,5 +55,7 @@ struct large_cache_heap {
 static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
 };
+
+#endif
 
 #endif

@@ -14,6 +14,7 @@ Suite *api_suite(void);
 Suite *threads_suite(void);
 Suite *process_suite(void);
 Suite *options_suite(void);
+Suite *large_cache_suite(void);
 
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);

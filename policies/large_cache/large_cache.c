@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/*
+ * large_cache: freed large segments kept, pages committed, for the next large request.
+ *
+ * Invariants (per heap, owner thread only, no lock):
+ *  - every cached segment is a SEG_LARGE segment still registered in the segment table, with
+ *    large_live == 0 (so a second free of its old block is still reported as a double free);
+ *  - head..tail links them oldest first through seg->next/prev; bytes is the sum of their
+ *    seg->size and never exceeds large_cache_opt.budget after a call returns;
+ *  - a segment is reused only for a request with size <= usable <= 2 * size, where usable is
+ *    what the segment offers at the request's alignment (the block is re-placed);
+ *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
+ *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
+ *    clock is read only while bytes > headroom, so the common case costs no clock call;
+ *  - nothing is cached by a thread without a live heap (a free from a thread that never
+ *    allocated, or during thread teardown) nor after the process-exit destructor ran: such
+ *    segments are released at once. heap_exit and the destructor release everything.
+ *
+ * Decay toward "live + headroom": the live large bytes are not part of the cache, so bounding
+ * live + cached by live + headroom is bounding cached by headroom.
+ */
+#include <stdatomic.h>
+
+#include "core/error.h"
+#include "core/heap.h"
+#include "core/options.h"
+#include "core/stats.h"
+#include "sefer/os.h"
+
+#define DECAY_STEP_MS 100
+#define DECAY_KEEP_16 64849 /* 0.9^(1/10) * 65536: 10% per second in 100 ms steps */
+#define DECAY_MAX_STEPS 600 /* a minute: the excess is gone */
+
+struct large_cache_options large_cache_opt = {
+	.budget = UINT64_MAX,
+	.headroom = (uint64_t)256 << 20,
+};
+
+uint64_t (*large_cache_clock)(void);
+
+static atomic_bool closed;
+static atomic_ullong done_hits, done_misses, done_evictions; /* from torn-down heaps */
+
+static uint64_t now_ms(void)
+{
+	return large_cache_clock ? large_cache_clock() : sefer_os.clock_ms();
+}
+
+void large_cache_read_options(void)
+{
+	option_size("LARGE_CACHE_BUDGET", &large_cache_opt.budget);
+	option_size("LARGE_CACHE_HEADROOM", &large_cache_opt.headroom);
+}
+
+bool large_cache_init(void)
+{
+	large_cache_read_options();
+	return true;
+}
+
+static void unlink_seg(struct large_cache_heap *c, struct segment *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		c->tail = s->prev;
+	s->next = s->prev = NULL;
+	c->bytes -= s->size;
+	c->count--;
+}
+
+static void evict_oldest(struct large_cache_heap *c)
+{
+	struct segment *s = c->head;
+
+	unlink_seg(c, s);
+	c->evictions++;
+	segment_release(s);
+}
+
+static uint64_t shrink(uint64_t excess, uint64_t steps)
+{
+	if (steps >= DECAY_MAX_STEPS)
+		return 0;
+	while (steps--)
+		excess = (excess >> 16) * DECAY_KEEP_16 + ((excess & 0xffff) * DECAY_KEEP_16 >> 16);
+	return excess;
+}
+
+/* Lazy decay of the bytes above headroom (see the invariants). */
+static void decay(struct large_cache_heap *c)
+{
+	uint64_t headroom = large_cache_opt.headroom, now, steps;
+
+	if (c->bytes <= headroom) {
+		c->decay_ms = 0;
+		return;
+	}
+	now = now_ms();
+	if (!c->decay_ms || now < c->decay_ms) {
+		c->decay_ms = now ? now : 1;
+		return;
+	}
+	steps = (now - c->decay_ms) / DECAY_STEP_MS;
+	if (!steps)
+		return;
+	c->decay_ms += steps * DECAY_STEP_MS;
+
+	uint64_t target = headroom + shrink(c->bytes - headroom, steps);
+
+	while (c->bytes > target)
+		evict_oldest(c);
+	if (c->bytes <= headroom)
+		c->decay_ms = 0;
+}
+
+struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+	size_t off = large_block_offset(align);
+
+	if (!c->count)
+		return NULL;
+	decay(c);
+	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
+	for (struct segment *s = c->tail; s; s = s->prev) {
+		size_t usable = s->size - off;
+
+		if (s->size <= off || usable < size || usable - size > size)
+			continue;
+		unlink_seg(c, s);
+		s->large_block = (uint8_t *)s + off;
+		s->large_size = usable;
+		*zero = false;
+		c->hits++;
+		return s;
+	}
+	c->misses++;
+	return NULL;
+}
+
+bool large_cache_free(struct heap *h, struct segment *s)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+
+	if (h == &heap_empty || !h->live || atomic_load_explicit(&closed, memory_order_relaxed))
+		return false;
+	if (s->size > large_cache_opt.budget)
+		return false;
+	s->next = NULL;
+	s->prev = c->tail;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	c->bytes += s->size;
+	c->count++;
+	while (c->bytes > large_cache_opt.budget)
+		evict_oldest(c);
+	decay(c);
+	return true;
+}
+
+void large_cache_heap_exit(struct heap *h)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+
+	while (c->head)
+		evict_oldest(c);
+	atomic_fetch_add_explicit(&done_hits, c->hits, memory_order_relaxed);
+	atomic_fetch_add_explicit(&done_misses, c->misses, memory_order_relaxed);
+	atomic_fetch_add_explicit(&done_evictions, c->evictions, memory_order_relaxed);
+	c->hits = c->misses = c->evictions = 0;
+	c->decay_ms = 0;
+}
+
+/*
+ * Process exit: release the exiting thread's cache and cache nothing from now on (frees from
+ * later destructors go straight back to the OS). Other threads' heaps are theirs to touch;
+ * the OS takes their memory with the process.
+ */
+__attribute__((destructor)) static void large_cache_exit(void)
+{
+	struct heap *h = heap_get();
+
+	atomic_store_explicit(&closed, true, memory_order_relaxed);
+	if (h != &heap_empty)
+		large_cache_heap_exit(h);
+}
+
+struct lc_sum {
+	unsigned long long hits, misses, evictions, bytes, count;
+};
+
+static void add_heap(struct heap *h, void *arg)
+{
+	struct lc_sum *sum = arg;
+	const struct large_cache_heap *c = &h->policy.large_cache;
+
+	sum->hits += c->hits;
+	sum->misses += c->misses;
+	sum->evictions += c->evictions;
+	sum->bytes += c->bytes;
+	sum->count += c->count;
+}
+
+void large_cache_print_stats(void)
+{
+	struct lc_sum sum = {
+		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions), 0, 0,
+	};
+
+	heap_visit_all(add_heap, &sum);
+	sefer_message("large_cache: hits %llu, misses %llu, evictions %llu, cached %llu KiB in %llu",
+		      sum.hits, sum.misses, sum.evictions, sum.bytes >> 10, sum.count);
+}

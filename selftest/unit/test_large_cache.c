@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The large_cache policy: hit, miss, the size window and alignment, budget eviction order,
+ * decay over an injected clock, env parsing, release at thread exit and from heapless threads.
+ * With the policy off, one test checks that a freed large block is unmapped at once.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/heap.h"
+#include "core/segment.h"
+#include "core/segtab.h"
+#include "unit.h"
+
+#define MiB ((size_t)1 << 20)
+
+#if IS_ENABLED(CONFIG_POLICY_LARGE_CACHE)
+
+static uint64_t fake_now;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static struct large_cache_heap *cache(void)
+{
+	return &heap_get()->policy.large_cache;
+}
+
+/* A heap for this thread with an empty cache and default options. */
+static void setup(void)
+{
+	sefer_free(sefer_malloc(16));
+	large_cache_heap_exit(heap_get());
+	large_cache_opt.budget = UINT64_MAX;
+	large_cache_opt.headroom = (uint64_t)256 << 20;
+	large_cache_clock = NULL;
+}
+
+static bool cached(const void *p)
+{
+	for (struct segment *s = cache()->head; s; s = s->next)
+		if (s == segment_of(p))
+			return true;
+	return false;
+}
+
+START_TEST(lc_hit)
+{
+	setup();
+	uint8_t *p = sefer_malloc(8 * MiB), *q;
+	struct segment *seg = segment_of(p);
+
+	p[0] = 1;
+	p[8 * MiB - 1] = 2;
+	sefer_free(p);
+	ck_assert(segtab_contains(seg));
+	ck_assert_uint_eq(cache()->count, 1);
+	ck_assert_uint_eq(cache()->bytes, seg->size);
+	q = sefer_malloc(8 * MiB);
+	ck_assert_ptr_eq(segment_of(q), seg);
+	ck_assert_uint_eq(cache()->hits, 1);
+	ck_assert_uint_eq(cache()->count, 0);
+	ck_assert_uint_ge(sefer_usable_size(q), 8 * MiB);
+	/* reused memory is not zero: calloc must clear it */
+	sefer_free(q);
+	uint8_t *z = sefer_calloc(1, 8 * MiB);
+
+	ck_assert_ptr_eq(segment_of(z), seg);
+	ck_assert_uint_eq(z[0], 0);
+	ck_assert_uint_eq(z[8 * MiB - 1], 0);
+	sefer_free(z);
+	/* the cached block's old pointer is still caught as a double free by the core */
+	ck_assert_int_eq(atomic_load(&seg->large_live), 0);
+}
+END_TEST
+
+START_TEST(lc_miss)
+{
+	setup();
+	void *p = sefer_malloc(8 * MiB);
+	struct segment *seg = segment_of(p);
+
+	sefer_free(p);
+	void *big = sefer_malloc(20 * MiB);   /* larger than cached */
+	void *small = sefer_malloc(3 * MiB);  /* cached is more than twice this */
+
+	ck_assert_ptr_ne(segment_of(big), seg);
+	ck_assert_ptr_ne(segment_of(small), seg);
+	ck_assert_uint_eq(cache()->hits, 0);
+	ck_assert_uint_eq(cache()->misses, 2);
+	ck_assert(cached((uint8_t *)seg + 1));
+	sefer_free(big);
+	sefer_free(small);
+	ck_assert_uint_eq(cache()->count, 3);
+}
+END_TEST
+
+START_TEST(lc_window)
+{
+	setup();
+	void *p = sefer_malloc(10 * MiB);
+	struct segment *seg = segment_of(p);
+	size_t usable = seg->size - large_block_offset(0);
+
+	sefer_free(p);
+	/* usable / 2 - 1 is below the window, usable / 2 is its low edge (usable is even) */
+	void *q = sefer_malloc(usable / 2 - 1);
+
+	ck_assert_ptr_ne(segment_of(q), seg);
+	sefer_free(q);
+	large_cache_heap_exit(heap_get());
+	p = sefer_malloc(10 * MiB);
+	seg = segment_of(p);
+	sefer_free(p);
+	q = sefer_malloc(usable / 2);
+	ck_assert_ptr_eq(segment_of(q), seg);
+	sefer_free(q);
+	/* the high edge: exactly the usable size */
+	q = sefer_malloc(usable);
+	ck_assert_ptr_eq(segment_of(q), seg);
+	sefer_free(q);
+	q = sefer_malloc(usable + 1);
+	ck_assert_ptr_ne(segment_of(q), seg);
+	sefer_free(q);
+}
+END_TEST
+
+START_TEST(lc_alignment)
+{
+	setup();
+	void *p = sefer_malloc(6 * MiB);
+	struct segment *seg = segment_of(p);
+
+	sefer_free(p);
+	void *q = sefer_aligned_alloc(MiB, 5 * MiB);
+
+	ck_assert_ptr_eq(segment_of(q), seg);
+	ck_assert_uint_eq((uintptr_t)q % MiB, 0);
+	ck_assert_uint_ge(sefer_usable_size(q), 5 * MiB);
+	memset(q, 7, 5 * MiB);
+	sefer_free(q);
+	/* back at a small alignment, the block moves back to the front of the segment */
+	q = sefer_malloc(5 * MiB);
+	ck_assert_ptr_eq(segment_of(q), seg);
+	ck_assert_ptr_eq(q, (uint8_t *)seg + large_block_offset(0));
+	sefer_free(q);
+}
+END_TEST
+
+START_TEST(lc_budget_fifo)
+{
+	setup();
+	void *p[4];
+	size_t one;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = sefer_malloc((size_t)(5 + 3 * i) * MiB); /* 5, 8, 11, 14 MiB: never reused */
+	one = segment_of(p[1])->size + segment_of(p[2])->size + segment_of(p[3])->size;
+	large_cache_opt.budget = one;
+	for (int i = 0; i < 4; i++) {
+		struct segment *s = segment_of(p[i]);
+
+		sefer_free(p[i]);
+		ck_assert(segtab_contains(s)); /* i < 3: cached; i == 3: p[0] evicted */
+	}
+	ck_assert(!segtab_contains(segment_of(p[0])));
+	ck_assert_uint_eq(cache()->evictions, 1);
+	ck_assert_uint_eq(cache()->count, 3);
+	ck_assert_uint_eq(cache()->bytes, one);
+	ck_assert_ptr_eq(cache()->head, segment_of(p[1]));
+	ck_assert_ptr_eq(cache()->tail, segment_of(p[3]));
+	/* a segment larger than the whole budget is not admitted at all */
+	large_cache_opt.budget = 4 * MiB;
+	void *big = sefer_malloc(32 * MiB);
+	struct segment *bs = segment_of(big);
+
+	sefer_free(big);
+	ck_assert(!segtab_contains(bs));
+}
+END_TEST
+
+START_TEST(lc_decay)
+{
+	setup();
+	void *p[8];
+	struct large_cache_heap *c;
+
+	large_cache_clock = fake_clock;
+	fake_now = 1000;
+	large_cache_opt.headroom = 0;
+	for (int i = 0; i < 8; i++)
+		p[i] = sefer_malloc(5 * MiB);
+	for (int i = 0; i < 8; i++)
+		sefer_free(p[i]);
+	c = cache();
+	size_t start = c->bytes, one = segment_of(p[0])->size;
+
+	ck_assert_uint_eq(c->count, 8);
+	/* less than a step: nothing goes */
+	fake_now += 99;
+	ck_assert_ptr_null(large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 }));
+	ck_assert_uint_eq(c->count, 8);
+	/* one second: 10% of the excess, rounded up to whole segments */
+	fake_now += 901;
+	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	ck_assert_uint_le(c->bytes, start * 9 / 10);
+	ck_assert_uint_ge(c->bytes, start * 9 / 10 - one);
+	/* oldest first */
+	ck_assert(!segtab_contains(segment_of(p[0])));
+	ck_assert(cached(p[7]));
+	/* a minute later everything above the headroom is gone */
+	fake_now += 60000;
+	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	ck_assert_uint_eq(c->count, 0);
+	ck_assert_uint_eq(c->decay_ms, 0);
+	/* under the headroom nothing decays, however long */
+	large_cache_opt.headroom = 64 * MiB;
+	for (int i = 0; i < 4; i++)
+		p[i] = sefer_malloc(5 * MiB);
+	for (int i = 0; i < 4; i++)
+		sefer_free(p[i]);
+	fake_now += 3600 * 1000;
+	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	ck_assert_uint_eq(c->count, 4);
+}
+END_TEST
+
+static size_t capture_options(const char *budget, char *msg, size_t len)
+{
+	int fd[2], saved = dup(2);
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(fd), 0);
+	dup2(fd[1], 2);
+	setenv("SEFER_LARGE_CACHE_BUDGET", budget, 1);
+	large_cache_read_options();
+	unsetenv("SEFER_LARGE_CACHE_BUDGET");
+	dup2(saved, 2);
+	close(saved);
+	close(fd[1]);
+	n = read(fd[0], msg, len - 1);
+	close(fd[0]);
+	msg[n > 0 ? n : 0] = '\0';
+	return (size_t)(n > 0 ? n : 0);
+}
+
+START_TEST(lc_env)
+{
+	char msg[512];
+
+	setup();
+	ck_assert_uint_eq(large_cache_opt.budget, UINT64_MAX);
+	ck_assert_uint_eq(capture_options("512M", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(large_cache_opt.budget, 512 * MiB);
+	capture_options("2G", msg, sizeof(msg));
+	ck_assert_uint_eq(large_cache_opt.budget, 2048 * MiB);
+	capture_options("64k", msg, sizeof(msg));
+	ck_assert_uint_eq(large_cache_opt.budget, 64 << 10);
+	capture_options("1000", msg, sizeof(msg));
+	ck_assert_uint_eq(large_cache_opt.budget, 1000);
+	/* bad values: named in a message, the previous value kept */
+	large_cache_opt.budget = UINT64_MAX;
+	const char *bad[] = { "12X", "M", "-5", "1.5G", "" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_uint_gt(capture_options(bad[i], msg, sizeof(msg)), 0);
+		ck_assert_ptr_nonnull(strstr(msg, "SEFER_LARGE_CACHE_BUDGET"));
+		ck_assert_uint_eq(large_cache_opt.budget, UINT64_MAX);
+	}
+	setenv("SEFER_LARGE_CACHE_HEADROOM", "1g", 1);
+	large_cache_read_options();
+	unsetenv("SEFER_LARGE_CACHE_HEADROOM");
+	ck_assert_uint_eq(large_cache_opt.headroom, 1024 * MiB);
+}
+END_TEST
+
+static void *alloc_free_exit(void *arg)
+{
+	void *p = sefer_malloc(6 * MiB);
+
+	*(struct segment **)arg = segment_of(p);
+	sefer_free(p);
+	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 1);
+	return NULL;
+}
+
+START_TEST(lc_thread_exit)
+{
+	struct segment *seg = NULL;
+	pthread_t t;
+
+	setup();
+	pthread_create(&t, NULL, alloc_free_exit, &seg);
+	pthread_join(t, NULL);
+	ck_assert_ptr_nonnull(seg);
+	ck_assert(!segtab_contains(seg));
+}
+END_TEST
+
+static void *free_heapless(void *arg)
+{
+	sefer_thread_done(); /* whatever pthread set-up allocated: no heap now */
+	sefer_free(arg);
+	return NULL;
+}
+
+static void *free_other(void *arg)
+{
+	sefer_free(sefer_malloc(16)); /* this thread has a heap */
+	sefer_free(arg);
+	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 1);
+	sefer_thread_done();
+	return NULL;
+}
+
+START_TEST(lc_cross_thread)
+{
+	pthread_t t;
+
+	setup();
+	void *p = sefer_malloc(6 * MiB);
+	struct segment *seg = segment_of(p);
+
+	pthread_create(&t, NULL, free_heapless, p);
+	pthread_join(t, NULL);
+	ck_assert(!segtab_contains(seg));
+	ck_assert_uint_eq(cache()->count, 0);
+	/* a thread with a heap keeps it until it exits */
+	p = sefer_malloc(6 * MiB);
+	seg = segment_of(p);
+	pthread_create(&t, NULL, free_other, p);
+	pthread_join(t, NULL);
+	ck_assert(!segtab_contains(seg));
+	ck_assert_uint_eq(cache()->count, 0);
+}
+END_TEST
+
+Suite *large_cache_suite(void)
+{
+	Suite *s = suite_create("large_cache");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, lc_hit);
+	tcase_add_test(tc, lc_miss);
+	tcase_add_test(tc, lc_window);
+	tcase_add_test(tc, lc_alignment);
+	tcase_add_test(tc, lc_budget_fifo);
+	tcase_add_test(tc, lc_decay);
+	tcase_add_test(tc, lc_env);
+	tcase_add_test(tc, lc_thread_exit);
+	tcase_add_test(tc, lc_cross_thread);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+#else /* !CONFIG_POLICY_LARGE_CACHE */
+
+START_TEST(lc_off_releases)
+{
+	void *p = sefer_malloc(8 * MiB);
+	struct segment *seg = segment_of(p);
+
+	sefer_free(p);
+	ck_assert(!segtab_contains(seg));
+}
+END_TEST
+
+Suite *large_cache_suite(void)
+{
+	Suite *s = suite_create("large_cache");
+	TCase *tc = tcase_create("off");
+
+	tcase_add_test(tc, lc_off_releases);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+#endif
