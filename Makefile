@@ -189,7 +189,8 @@ $(objtree)/libsefer.so: $(lib-objs) $(autoconf-mk)
 
 $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
 	$(quiet) LD $(notdir $@)
-	$(Q)$(CC) -shared -o $@ $(lib-objs) -Wl,--out-implib,$(objtree)/libsefer.dll.a $(LDFLAGS) -lbcrypt
+	$(Q)$(CC) -shared -static-libgcc -o $@ $(lib-objs) -Wl,--out-implib,$(objtree)/libsefer.dll.a \
+		$(LDFLAGS) -lbcrypt
 
 all: $(static-lib) $(shared-lib) $(extra-all)
 .PHONY: all

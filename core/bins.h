@@ -23,7 +23,7 @@ static always_inline unsigned bin_index(size_t size)
 	if (size <= 128)
 		return size ? (unsigned)((size + 15) >> 4) : 1;
 	size_t w = size - 1;
-	unsigned b = 63 - (unsigned)__builtin_clzl(w); /* floor(log2(w)), >= 7 */
+	unsigned b = 63 - (unsigned)__builtin_clzll(w); /* floor(log2(w)), >= 7; ll: LLP64 */
 
 	return 9 + (b - 7) * 4 + (unsigned)((w >> (b - 2)) & 3);
 }

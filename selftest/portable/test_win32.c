@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Windows-only tests: the win32 backend's ops called directly (aligned reservation, NUMA
+ * reservation, purge, commit/decommit, environment, files, thread-exit through FLS), threads
+ * made with CreateThread, and the error reports of invalid and double frees, each in a child
+ * process (the Windows counterpart of selftest/unit/test_process.c, which needs fork).
+ */
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "sefer/os.h"
+#include "unit.h"
+
+Suite *win32_suite(void);
+
+static char out[8192];
+
+static void print_addr(const void *p)
+{
+	/* sefer prints pointers as 0x<lowercase hex>; msvcrt's %p does not */
+	fprintf(stderr, "addr=0x%llx\n", (unsigned long long)(uintptr_t)p);
+	fflush(stderr);
+}
+
+static DWORD WINAPI free_it(void *p)
+{
+	sefer_free(p);
+	return 0;
+}
+
+static void run_thread(LPTHREAD_START_ROUTINE fn, void *arg)
+{
+	HANDLE h = CreateThread(NULL, 0, fn, arg, 0, NULL);
+
+	WaitForSingleObject(h, INFINITE);
+	CloseHandle(h);
+}
+
+int child_main(const char *mode)
+{
+	char *p;
+
+	if (!strcmp(mode, "double-free") || !strcmp(mode, "warn")) {
+		void *q[100];
+
+		p = sefer_malloc(64);
+		print_addr(p);
+		sefer_free(p);
+		sefer_free(p);
+		for (int i = 0; i < 100; i++)
+			q[i] = sefer_malloc(64);
+		for (int i = 0; i < 100; i++)
+			for (int j = i + 1; j < 100; j++)
+				if (q[i] == q[j])
+					return 4;
+		for (int i = 0; i < 100; i++)
+			sefer_free(q[i]);
+		return sefer_check_heap() ? 5 : 0;
+	}
+	if (!strcmp(mode, "xthread-double-free")) {
+		p = sefer_malloc(64);
+		sefer_malloc(64);
+		print_addr(p);
+		run_thread(free_it, p);
+		run_thread(free_it, p);
+		return 0;
+	}
+	if (!strcmp(mode, "invalid-free")) {
+		static char not_ours[64];
+
+		print_addr(not_ours);
+		sefer_free(not_ours);
+		return 0;
+	}
+	if (!strcmp(mode, "interior-free")) {
+		p = sefer_malloc(64);
+		print_addr(p + 16);
+		sefer_free(p + 16);
+		return 0;
+	}
+	if (!strcmp(mode, "large-double-free")) {
+		p = sefer_malloc((size_t)8 << 20);
+		print_addr(p);
+		sefer_free(p);
+		sefer_free(p);
+		return 0;
+	}
+	if (!strcmp(mode, "bad-env")) {
+		sefer_free(sefer_malloc(10));
+		return 0;
+	}
+	return 99;
+}
+
+/* abort() in the Microsoft C runtime ends the process with exit code 3. */
+#define ABORT_CODE 3
+
+static void expect_report(const char *mode, const char *const *env, const char *what,
+			  const char *reason, bool aborts)
+{
+	int code = run_child(mode, env, out, sizeof(out));
+	char want[128];
+	const char *a = strstr(out, "addr=");
+
+	ck_assert_msg(a, "child printed no address (exit %d): %s", code, out);
+	snprintf(want, sizeof(want), "sefer: %s of %.*s (", what, (int)strcspn(a + 5, "\r\n"), a + 5);
+	ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+	ck_assert_msg(strstr(out, reason), "expected reason '%s' in: %s", reason, out);
+	ck_assert_msg(code == (aborts ? ABORT_CODE : 0), "exit code %d: %s", code, out);
+}
+
+START_TEST(double_free_aborts)
+{
+	expect_report("double-free", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(xthread_double_free_aborts)
+{
+	expect_report("xthread-double-free", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(invalid_free_aborts)
+{
+	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
+}
+END_TEST
+
+START_TEST(interior_free_aborts)
+{
+	expect_report("interior-free", NULL, "invalid free", "inside of a block", true);
+}
+END_TEST
+
+START_TEST(large_double_free_aborts)
+{
+	/* without large_cache the segment went back to the OS at the first free */
+	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE))
+		expect_report("large-double-free", NULL, "double free", "already free", true);
+	else
+		expect_report("large-double-free", NULL, "invalid free", "not allocated by sefer",
+			      true);
+}
+END_TEST
+
+START_TEST(warn_mode_continues)
+{
+	static const char *const env[] = { "SEFER_ON_ERROR=warn", NULL };
+
+	expect_report("warn", env, "double free", "already free", false);
+}
+END_TEST
+
+START_TEST(bad_env_named)
+{
+	static const char *const env[] = { "SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe", NULL };
+	int code = run_child("bad-env", env, out, sizeof(out));
+
+	ck_assert_msg(code == 0, "exit code %d: %s", code, out);
+	ck_assert_msg(strstr(out, "bad value 'soon' for SEFER_PURGE_DELAY_MS"), "%s", out);
+	ck_assert_msg(strstr(out, "bad value 'maybe' for SEFER_ON_ERROR"), "%s", out);
+}
+END_TEST
+
+/* ---- the backend's ops, called directly ---- */
+
+START_TEST(os_info)
+{
+	struct sefer_os_info info;
+
+	sefer_os.init(&info);
+	ck_assert_uint_eq(info.page_size, 4096);
+	ck_assert_uint_eq(info.alloc_granularity, 65536);
+	ck_assert_uint_ge(info.node_count, 1);
+	ck_assert(!info.overcommit);
+	ck_assert(!strcmp(sefer_os.name, "win32"));
+}
+END_TEST
+
+START_TEST(os_reserve_aligned)
+{
+	enum { N = 24 };
+	void *p[N];
+	size_t sizes[] = { 65536, SEGMENT_SIZE, 3 * SEGMENT_SIZE + 65536 };
+	size_t aligns[] = { 65536, SEGMENT_SIZE, 4 * SEGMENT_SIZE };
+
+	for (int i = 0; i < N; i++) {
+		size_t size = sizes[i % 3], align = aligns[(i / 3) % 3];
+		int node = i % 2 ? 0 : SEFER_NO_NODE; /* node 0: VirtualAllocExNuma */
+
+		p[i] = sefer_os.reserve(size, align, node);
+		ck_assert_ptr_nonnull(p[i]);
+		ck_assert_msg((uintptr_t)p[i] % align == 0, "%p not aligned to %zu", p[i], align);
+		for (size_t off = 0; off < size; off += 4096)
+			ck_assert_uint_eq(((uint8_t *)p[i])[off], 0);
+		memset(p[i], 0xab, size);
+	}
+	for (int i = 0; i < N; i++)
+		sefer_os.release(p[i], sizes[i % 3]);
+	/* released whole: the address is free again */
+	MEMORY_BASIC_INFORMATION mbi;
+
+	ck_assert(VirtualQuery(p[0], &mbi, sizeof(mbi)));
+	ck_assert_uint_eq(mbi.State, MEM_FREE);
+}
+END_TEST
+
+START_TEST(os_purge_commit)
+{
+	size_t size = SEGMENT_SIZE;
+	uint8_t *p = sefer_os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
+	bool zero;
+
+	ck_assert_ptr_nonnull(p);
+	memset(p, 0x5a, size);
+	ck_assert(sefer_os.purge(p, size / 2, true)); /* eager: reads as zero */
+	for (size_t i = 0; i < size / 2; i += 512)
+		ck_assert_uint_eq(p[i], 0);
+	ck_assert_uint_eq(p[size / 2], 0x5a);
+	ck_assert(!sefer_os.purge(p + size / 2, size / 2, false)); /* lazy: still usable */
+	p[size - 1] = 7;
+	ck_assert_uint_eq(p[size - 1], 7);
+	ck_assert(sefer_os.decommit(p, 65536));
+	MEMORY_BASIC_INFORMATION mbi;
+
+	ck_assert(VirtualQuery(p, &mbi, sizeof(mbi)));
+	ck_assert_uint_eq(mbi.State, MEM_RESERVE);
+	ck_assert(sefer_os.commit(p, 65536, &zero));
+	p[0] = 1;
+	ck_assert_uint_eq(p[1], 0);
+	sefer_os.release(p, size);
+}
+END_TEST
+
+START_TEST(os_env_clock_random)
+{
+	char buf[8];
+	uint64_t r[4] = { 0 };
+	uint64_t t0 = sefer_os.clock_ms();
+
+	SetEnvironmentVariableA("SEFER_TEST_VAR", "abcdefghij");
+	ck_assert(sefer_os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
+	ck_assert(!strcmp(buf, "abcdefg")); /* truncated to the buffer */
+	SetEnvironmentVariableA("SEFER_TEST_VAR", NULL);
+	ck_assert(!sefer_os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
+	ck_assert(sefer_os.random_bytes(r, sizeof(r)));
+	ck_assert(r[0] || r[1] || r[2] || r[3]);
+	Sleep(20);
+	ck_assert_uint_ge(sefer_os.clock_ms(), t0 + 10);
+	ck_assert_uint_ne(sefer_os.thread_id(), 0);
+}
+END_TEST
+
+START_TEST(os_files)
+{
+	char dir[MAX_PATH], path[MAX_PATH + 32];
+	char buf[64];
+	DWORD n = GetTempPathA(sizeof(dir), dir);
+
+	ck_assert(n > 0 && n < sizeof(dir));
+	snprintf(path, sizeof(path), "%ssefer-test-%lu.bin", dir, (unsigned long)GetCurrentProcessId());
+	DeleteFileA(path);
+	ck_assert_int_eq(sefer_os.open_file(path, 0), -ENOENT);
+	sefer_file_t f = sefer_os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
+
+	ck_assert_msg(f >= 0, "open: %lld", (long long)f);
+	ck_assert_int_eq(sefer_os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL), -EEXIST);
+	ck_assert_int_eq(sefer_os.pwrite(f, "world", 5, 6), 5);
+	ck_assert_int_eq(sefer_os.pwrite(f, "hello ", 6, 0), 6);
+	ck_assert_int_eq(sefer_os.file_size(f), 11);
+	ck_assert_int_eq(sefer_os.pread(f, buf, sizeof(buf), 0), 11);
+	ck_assert(!memcmp(buf, "hello world", 11));
+	ck_assert_int_eq(sefer_os.pread(f, buf, 5, 6), 5);
+	ck_assert(!memcmp(buf, "world", 5));
+	ck_assert_int_eq(sefer_os.pread(f, buf, 5, 100), 0); /* past the end */
+	ck_assert_int_eq(sefer_os.sync(f), 0);
+	ck_assert_int_eq(sefer_os.truncate(f, 5), 0);
+	ck_assert_int_eq(sefer_os.file_size(f), 5);
+	ck_assert_int_eq(sefer_os.truncate(f, (uint64_t)1 << 20), 0);
+	ck_assert_int_eq(sefer_os.file_size(f), 1 << 20);
+	ck_assert_int_eq(sefer_os.pwrite(f, "x", 1, ((uint64_t)1 << 32) + 1), 1); /* 64-bit offset */
+	ck_assert_int_eq(sefer_os.pread(f, buf, 1, ((uint64_t)1 << 32) + 1), 1);
+	ck_assert_int_eq(buf[0], 'x');
+	ck_assert_int_eq(sefer_os.lock_file(f), 0);
+
+	sefer_file_t g = sefer_os.open_file(path, 0);
+
+	ck_assert(g >= 0);
+	ck_assert_int_eq(sefer_os.lock_file(g), -EWOULDBLOCK);
+	sefer_os.close_file(f);
+	ck_assert_int_eq(sefer_os.lock_file(g), 0); /* the lock went with its handle */
+	sefer_os.close_file(g);
+	ck_assert(DeleteFileA(path));
+}
+END_TEST
+
+/* ---- threads made with CreateThread: FLS thread exit pools their heaps ---- */
+
+static atomic_int hook_calls;
+
+static void count_exit(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&hook_calls, 1);
+}
+
+static DWORD WINAPI hook_thread(void *arg)
+{
+	(void)arg;
+	ck_assert(sefer_os.thread_exit_hook(count_exit, (void *)1));
+	return 0;
+}
+
+static DWORD WINAPI churn(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5000; i++)
+		sefer_free(sefer_malloc((size_t)i % 3000 + 1));
+	return 0;
+}
+
+START_TEST(thread_exit_via_fls)
+{
+	struct sefer_stats st0, st1;
+
+	sefer_stats_get(&st0);
+	for (int i = 0; i < 100; i++)
+		run_thread(churn, NULL);
+	sefer_stats_get(&st1);
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_msg(st1.threads - st0.threads <= 2, "%llu heaps for 100 sequential threads",
+			      (unsigned long long)(st1.threads - st0.threads));
+	/* the hook itself, with a private callback (the last registration wins process-wide,
+	 * so the allocator's own hook is re-registered by the next new heap) */
+	atomic_store(&hook_calls, 0);
+	run_thread(hook_thread, NULL);
+	ck_assert_int_eq(atomic_load(&hook_calls), 1);
+}
+END_TEST
+
+static void *_Atomic mailbox[4][2000];
+
+static DWORD WINAPI producer(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+
+	for (int i = 0; i < 2000; i++) {
+		uint8_t *p = sefer_malloc((size_t)(i % 60) * 16 + 8);
+
+		memset(p, id + 1, 8);
+		atomic_store(&mailbox[id][i], p);
+	}
+	return 0;
+}
+
+START_TEST(cross_thread_free_createthread)
+{
+	HANDLE h[4];
+
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 4; i++)
+			h[i] = CreateThread(NULL, 0, producer, (void *)(intptr_t)i, 0, NULL);
+		WaitForMultipleObjects(4, h, TRUE, INFINITE);
+		for (int i = 0; i < 4; i++) {
+			CloseHandle(h[i]);
+			for (int j = 0; j < 2000; j++) {
+				uint8_t *p = atomic_exchange(&mailbox[i][j], NULL);
+
+				ck_assert_uint_eq(p[0], i + 1);
+				sefer_free(p); /* its heap is gone: abandoned segment, adopted here */
+			}
+		}
+	}
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+START_TEST(fast_path_cost)
+{
+	/* Not a pass/fail bound: prints what a malloc/free pair costs with mingw's emulated TLS
+	 * (every heap_get() is a call to __emutls_get_address), for Documentation. */
+	LARGE_INTEGER f, a, b;
+	enum { N = 5000000 };
+	void *volatile sink;
+
+	QueryPerformanceFrequency(&f);
+	QueryPerformanceCounter(&a);
+	for (int i = 0; i < N; i++) {
+		sink = sefer_malloc(32);
+		sefer_free(sink);
+	}
+	QueryPerformanceCounter(&b);
+	printf("  malloc+free(32): %.1f ns per pair\n",
+	       (double)(b.QuadPart - a.QuadPart) * 1e9 / (double)f.QuadPart / N);
+}
+END_TEST
+
+Suite *win32_suite(void)
+{
+	Suite *s = suite_create("win32");
+	TCase *to = tcase_create("os");
+	TCase *tt = tcase_create("threads");
+	TCase *te = tcase_create("errors");
+
+	tcase_add_test(to, os_info);
+	tcase_add_test(to, os_reserve_aligned);
+	tcase_add_test(to, os_purge_commit);
+	tcase_add_test(to, os_env_clock_random);
+	tcase_add_test(to, os_files);
+	suite_add_tcase(s, to);
+	tcase_add_test(tt, thread_exit_via_fls);
+	tcase_add_test(tt, cross_thread_free_createthread);
+	tcase_add_test(tt, fast_path_cost);
+	suite_add_tcase(s, tt);
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		tcase_add_test(te, double_free_aborts);
+		tcase_add_test(te, xthread_double_free_aborts);
+		tcase_add_test(te, interior_free_aborts);
+		tcase_add_test(te, warn_mode_continues);
+	}
+	tcase_add_test(te, invalid_free_aborts);
+	tcase_add_test(te, large_double_free_aborts);
+	tcase_add_test(te, bad_env_named);
+	suite_add_tcase(s, te);
+	return s;
+}
