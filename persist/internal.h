@@ -7,6 +7,7 @@
 #define SEFER_PERSIST_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,6 +81,8 @@ struct pstore {
 	bool tx_oom;
 	pthread_mutex_t lock;		/* protects everything below; see store.c */
 	pthread_cond_t done;
+	pthread_cond_t appended;	/* preparing fell to 0 (the leader may stop waiting) */
+	_Atomic int preparing;		/* group-commit ops started that have not appended yet */
 	struct precbuf pend, flight;	/* appended, not yet taken / being written by the leader */
 	struct precbuf tx;		/* the record being built by the caller holding tx_lock */
 	uint64_t pend_max_len, pend_last_len;	/* largest / last new_len in pend */
@@ -88,7 +91,8 @@ struct pstore {
 	uint64_t len, durable_len;	/* payload length: latest / as of durable_seq */
 	uint64_t file_len;		/* bytes the file has (it may be longer than needed) */
 	uint64_t wal_pos, ckpt_seq, ckpt_count;
-	bool leader, async;
+	bool leader, async, gathering;	/* gathering: the leader waits for more records */
+	uint64_t last_batch;		/* records in the previous batch */
 	int err;			/* sticky: the first I/O error; every later commit fails */
 	uint64_t syncs, records;
 	uint32_t hdr_flags;
@@ -120,6 +124,9 @@ size_t pstore_tx_size(struct pstore *s);
 int pstore_tx_end(struct pstore *s, uint64_t *seq);	/* *seq = 0: empty record */
 void pstore_tx_abort(struct pstore *s);
 int pstore_wait(struct pstore *s, uint64_t seq);
+/* Group commit: an op starts / has appended its record (or will append none). */
+void pstore_op_begin(struct pstore *s);
+void pstore_op_appended(struct pstore *s);
 size_t pstore_max_record(struct pstore *s);
 
 /* Reads see every appended record, synced or not. */

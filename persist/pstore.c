@@ -365,6 +365,7 @@ static int finish(struct sefer_pstore *h, int r)
 		seq = 0;	/* SEFER_P_ASYNC: durable at the next sefer_psync() or flush */
 	if (h->pa.ops->group_commit) {
 		pthread_mutex_unlock(&h->pa.lock);
+		pstore_op_appended(&h->s);
 		return r ? r : pstore_wait(&h->s, seq);
 	}
 	if (!r)
@@ -373,18 +374,32 @@ static int finish(struct sefer_pstore *h, int r)
 	return r;
 }
 
+/* Every enter() that returns 0 is paired with finish() or leave(). */
 static int enter(struct sefer_pstore *h)
 {
 	atomic_fetch_add_explicit(&h->ops, 1, memory_order_relaxed);
+	if (h->pa.ops->group_commit)
+		pstore_op_begin(&h->s);
 	pthread_mutex_lock(&h->pa.lock);
 	if (h->pa.dead || h->s.err) {
 		int r = h->pa.dead ? h->pa.dead : h->s.err;
 
 		pthread_mutex_unlock(&h->pa.lock);
+		if (h->pa.ops->group_commit)
+			pstore_op_appended(&h->s);
 		return r;
 	}
 	h->pa.seq = 0;
 	return 0;
+}
+
+/* Leave an op that appended nothing. */
+static int leave(struct sefer_pstore *h, int r)
+{
+	pthread_mutex_unlock(&h->pa.lock);
+	if (h->pa.ops->group_commit)
+		pstore_op_appended(&h->s);
+	return r;
 }
 
 int sefer_palloc(struct sefer_pstore *h, size_t size, uint64_t *off)
@@ -461,10 +476,8 @@ int sefer_pwrite(struct sefer_pstore *h, uint64_t off, uint64_t pos, const void 
 			return r;
 		uint64_t u = h->pa.ops->usable(&h->pa, off);
 
-		if (!u || pos + len > u || pos + len < pos) {
-			pthread_mutex_unlock(&h->pa.lock);
-			return -EINVAL;
-		}
+		if (!u || pos + len > u || pos + len < pos)
+			return leave(h, -EINVAL);
 		pstore_tx_begin(&h->s);
 		pstore_tx_blob(&h->s, off + pos, p, n);
 		r = finish(h, pa_commit(&h->pa));
@@ -490,10 +503,8 @@ int sefer_pset_root(struct sefer_pstore *h, uint64_t off)
 
 	if (r)
 		return r;
-	if (off && !h->pa.ops->usable(&h->pa, off)) {
-		pthread_mutex_unlock(&h->pa.lock);
-		return -EINVAL;
-	}
+	if (off && !h->pa.ops->usable(&h->pa, off))
+		return leave(h, -EINVAL);
 	pstore_tx_begin(&h->s);
 	pa_put_word(&h->pa, PA_ROOT_OFF, off);
 	return finish(h, pa_commit(&h->pa));

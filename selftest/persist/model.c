@@ -188,7 +188,7 @@ static int cmp64(const void *a, const void *b)
 /* Index of the unclaimed block at off, or -1. */
 static long find(struct blocks *b, uint64_t off)
 {
-	uint64_t *p = bsearch(&off, b->off, b->n, sizeof(*b->off), cmp64);
+	uint64_t *p = b->n ? bsearch(&off, b->off, b->n, sizeof(*b->off), cmp64) : NULL;
 
 	return p && !b->claimed[p - b->off] ? p - b->off : -1;
 }
@@ -207,7 +207,8 @@ int pm_recover(struct pmodel *m, struct sefer_pstore *h, char *msg, size_t len)
 		snprintf(msg, len, "walk failed");
 		goto out;
 	}
-	qsort(bl.off, bl.n, sizeof(*bl.off), cmp64);
+	if (bl.n)
+		qsort(bl.off, bl.n, sizeof(*bl.off), cmp64);
 	bl.claimed = calloc(bl.n + 1, sizeof(bool));
 	/* Settle the op in flight: its slot is excluded from the plain check. */
 	int fl = m->inflight ? (int)m->fl.slot : -1;
