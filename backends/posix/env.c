@@ -12,7 +12,13 @@
 
 #include "backends/posix/posix.h"
 
+#ifdef __APPLE__
+/* DARWIN: a dylib cannot reference `environ` directly; libSystem hands it out. */
+#include <crt_externs.h>
+#define environ (*_NSGetEnviron())
+#else
 extern char **environ;
+#endif
 
 uint64_t posix_clock_ms(void)
 {
