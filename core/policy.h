@@ -20,7 +20,8 @@
  *   small_free(h, pg, p) hot path, owner thread, p is a block of pg owned by h whose live bit
  *                       was just cleared: true if the policy kept it (it stays counted in
  *                       pg->used; small_alloc must live_set() a block it hands out again).
- *   segment_node(h)     slow path: NUMA node for a new segment or SEFER_NO_NODE.
+ *   segment_node(h)     slow path: NUMA node for a new segment or SEFER_NO_NODE; also the node
+ *                       whose segments span_alloc() tries first when refilling.
  *   segment_placed(addr, size, node) slow path: right after reserve, before the memory is
  *                       first touched (bind it to node).
  *   large_alloc(h, size, align, &zero) slow path: a cached large segment fitting the request or

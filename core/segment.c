@@ -204,16 +204,27 @@ static int find_run(uint64_t free, unsigned n)
 	return r ? __builtin_ctzll(r) : -1;
 }
 
+/* A segment of heap with a run of n free slots, on `node` unless node < 0; NULL if none. */
+static struct segment *find_space(struct heap *heap, unsigned n, int node, int *idx)
+{
+	for (struct segment *seg = heap->segments; seg; seg = seg->next) {
+		if (node >= 0 && seg->node != node)
+			continue;
+		*idx = find_run(seg->free_pages, n);
+		if (*idx >= 0)
+			return seg;
+	}
+	return NULL;
+}
+
 struct page *span_alloc(struct heap *heap, unsigned n)
 {
-	struct segment *seg;
+	int node = policy_segment_node(heap); /* the numa policy: same-node segments first */
 	int idx = -1;
+	struct segment *seg = node >= 0 ? find_space(heap, n, node, &idx) : NULL;
 
-	for (seg = heap->segments; seg; seg = seg->next) {
-		idx = find_run(seg->free_pages, n);
-		if (idx >= 0)
-			break;
-	}
+	if (!seg)
+		seg = find_space(heap, n, SEFER_NO_NODE, &idx);
 	if (!seg) {
 		seg = abandoned_pop(heap);
 		if (seg)

@@ -63,7 +63,7 @@ static const struct {
 	{ "bins", bins_suite },		{ "segment", segment_suite },
 	{ "api", api_suite },		{ "options", options_suite },
 	{ "threads", threads_suite },	{ "process", process_suite },
-	{ "large_cache", large_cache_suite },
+	{ "large_cache", large_cache_suite }, { "numa", numa_suite },
 };
 
 int main(int argc, char **argv)
