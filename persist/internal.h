@@ -15,6 +15,14 @@
 #include "include/sefer/os.h"
 #include "include/sefer/persist.h"
 
+#include <errno.h>
+#ifndef EUCLEAN			/* "structure needs cleaning": corrupt metadata */
+#define EUCLEAN 117
+#endif
+#ifndef CONFIG_PERSIST_WAL_KIB
+#define CONFIG_PERSIST_WAL_KIB 4096
+#endif
+
 /* ---------------------------------------------------------------- crc.c */
 uint32_t pcrc32c(uint32_t crc, const void *buf, size_t len);
 

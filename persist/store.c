@@ -34,23 +34,11 @@
 #include <time.h>
 
 #include "persist/internal.h"
+#include "persist/wal.h"
 
-#define REC_MAGIC 0x4c415753u	/* "SWAL" */
-#define REC_HDR 40
-#define ENT_BLOB (1ULL << 63)
 #define HDR_CLEAN 1u
-#define ASYNC_FLUSH (64u << 10)
-#define COMMIT_DELAY_US 150
 
 static const char store_magic[7] = { 'S', 'E', 'F', 'E', 'R', 'P', 'S' };
-
-/* Record header, little-endian on disk. */
-struct rec {
-	uint32_t magic, len;
-	uint64_t seq, synced_before, new_len;
-	uint32_t nent, crc;
-};
-_Static_assert(sizeof(struct rec) == REC_HDR, "record header layout");
 
 /* Store header, sector 0. */
 struct shdr {
@@ -62,7 +50,8 @@ struct shdr {
 };
 _Static_assert(sizeof(struct shdr) == PSTORE_HDR_BYTES, "store header layout");
 
-static void emsg(char *err, size_t elen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void emsg(char *err, size_t elen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void emsg(char *err, size_t elen, const char *fmt, ...)
 {
 	va_list ap;
@@ -72,23 +61,6 @@ static void emsg(char *err, size_t elen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, elen, fmt, ap);
 	va_end(ap);
-}
-
-static int buf_reserve(struct precbuf *b, size_t more)
-{
-	if (b->len + more <= b->cap)
-		return 0;
-	size_t nc = b->cap ? b->cap : 4096;
-
-	while (nc < b->len + more)
-		nc *= 2;
-	uint8_t *np = realloc(b->p, nc);
-
-	if (!np)
-		return -ENOMEM;
-	b->p = np;
-	b->cap = nc;
-	return 0;
 }
 
 static void init_common(struct pstore *s)
@@ -110,20 +82,6 @@ static void free_common(struct pstore *s)
 	pthread_mutex_destroy(&s->tx_lock);
 	pthread_cond_destroy(&s->done);
 	pthread_cond_destroy(&s->appended);
-}
-
-void pstore_op_begin(struct pstore *s)
-{
-	atomic_fetch_add(&s->preparing, 1);
-}
-
-void pstore_op_appended(struct pstore *s)
-{
-	if (atomic_fetch_sub(&s->preparing, 1) == 1) {
-		pthread_mutex_lock(&s->lock);
-		pthread_cond_broadcast(&s->appended);
-		pthread_mutex_unlock(&s->lock);
-	}
 }
 
 static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
@@ -158,7 +116,7 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
  * also commits the file system's block allocation (a journal commit, several times the cost
  * of a data sync). The log region is filled at create; the payload grows a megabyte ahead.
  */
-static int zero_fill(struct pstore *s, uint64_t from, uint64_t end)
+int pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 {
 	static const uint8_t zero[64 << 10];
 	int r = 0;
@@ -173,7 +131,7 @@ static int zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 }
 
 /* sync, header := (ckpt_seq, len, flags), sync. Leader or exclusive owner only. */
-static int checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
+int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
 {
 	int r = pio_sync(s->f);
 
@@ -207,7 +165,7 @@ int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *e
 	}
 	r = pio_lock(s->f);
 	if (!r)
-		r = zero_fill(s, PSTORE_WAL_OFF, s->data_off);
+		r = pstore_zero_fill(s, PSTORE_WAL_OFF, s->data_off);
 	s->next_seq = s->durable_seq = s->ckpt_seq = 1;
 	s->file_len = s->data_off;
 	if (!r)
@@ -287,181 +245,6 @@ static bool rec_ok_at(struct wal_rd *w, uint64_t pos, struct rec *h, const uint8
 	*rp = p;
 	return crc == h->crc;
 }
-
-/* Walk a record's entries; fn(off, data, len). Returns false when malformed. */
-static bool rec_entries(const uint8_t *r, const struct rec *h,
-			void (*fn)(void *, uint64_t, const void *, uint64_t), void *arg)
-{
-	uint64_t pos = REC_HDR;
-
-	for (uint32_t i = 0; i < h->nent; i++) {
-		uint64_t e[2];
-
-		if (pos + 16 > h->len)
-			return false;
-		memcpy(e, r + pos, 16);
-		pos += 16;
-		if (e[0] & ENT_BLOB) {
-			uint64_t off = e[0] & ~ENT_BLOB, len = e[1];
-
-			if (len > h->len - pos)
-				return false;
-			if (fn)
-				fn(arg, off, r + pos, len);
-			pos += (len + 7) & ~7ULL;
-		} else {
-			if (fn)
-				fn(arg, e[0], &e[1], 8);
-		}
-	}
-	return pos == h->len;
-}
-
-/*
- * Writing records in place. Few entries: one pwrite each. Many (replay at open, large
- * batches): gather them into 4 KiB pages (read once, patched in memory) and write each dirty
- * page once. Only the leader (or the opener) writes the payload, so read-modify-write of a
- * page cannot lose a concurrent write.
- */
-#define PG 4096u
-#define PAGED_ENTRIES 64
-
-struct apply_ctx {
-	struct pstore *s;
-	int err;
-	bool paged;
-	uint64_t *key;		/* open addressing: page number + 1, 0 = empty */
-	uint8_t **page;
-	size_t cap, n;
-};
-
-static uint8_t *page_get(struct apply_ctx *c, uint64_t pg)
-{
-	if (2 * (c->n + 1) > c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 1024;
-		uint64_t *nk = calloc(nc, sizeof(*nk));
-		uint8_t **np = calloc(nc, sizeof(*np));
-
-		if (!nk || !np) {
-			free(nk);
-			free(np);
-			c->err = -ENOMEM;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->cap; i++) {
-			if (!c->key[i])
-				continue;
-			size_t j = (size_t)((c->key[i] * 0x9e3779b97f4a7c15ULL) >> 20) & (nc - 1);
-
-			while (nk[j])
-				j = (j + 1) & (nc - 1);
-			nk[j] = c->key[i];
-			np[j] = c->page[i];
-		}
-		free(c->key);
-		free(c->page);
-		c->key = nk;
-		c->page = np;
-		c->cap = nc;
-	}
-	size_t j = (size_t)(((pg + 1) * 0x9e3779b97f4a7c15ULL) >> 20) & (c->cap - 1);
-
-	while (c->key[j] && c->key[j] != pg + 1)
-		j = (j + 1) & (c->cap - 1);
-	if (c->key[j])
-		return c->page[j];
-	uint8_t *p = malloc(PG);
-
-	if (!p) {
-		c->err = -ENOMEM;
-		return NULL;
-	}
-	c->err = pio_read(c->s->f, p, PG, c->s->data_off + pg * PG);
-	if (c->err) {
-		free(p);
-		return NULL;
-	}
-	c->key[j] = pg + 1;
-	c->page[j] = p;
-	c->n++;
-	return p;
-}
-
-static void apply_fn(void *arg, uint64_t off, const void *data, uint64_t len)
-{
-	struct apply_ctx *c = arg;
-	const uint8_t *d = data;
-
-	if (c->err)
-		return;
-	if (!c->paged) {
-		c->err = pio_write(c->s->f, data, len, c->s->data_off + off);
-		return;
-	}
-	while (len) {
-		uint64_t in = off % PG, n = PG - in < len ? PG - in : len;
-		uint8_t *p = page_get(c, off / PG);
-
-		if (!p)
-			return;
-		memcpy(p + in, d, n);
-		d += n;
-		off += n;
-		len -= n;
-	}
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void apply_flush_free(struct apply_ctx *c)
-{
-	for (size_t i = 0; i < c->cap; i++)
-		free(c->page[i]);
-	free(c->key);
-	free(c->page);
-	c->key = NULL;
-	c->page = NULL;
-	c->cap = c->n = 0;
-}
-
-/* Write the dirty pages (in file order) and free the map. */
-static int apply_flush(struct apply_ctx *c)
-{
-	uint64_t *order = c->n ? malloc(c->n * 2 * sizeof(uint64_t)) : NULL;
-	size_t k = 0;
-
-	if (c->n && !order && !c->err)
-		c->err = -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		if (!c->key[i])
-			continue;
-		if (order) {
-			order[2 * k] = c->key[i] - 1;
-			order[2 * k + 1] = i;
-			k++;
-		}
-	}
-	if (order)
-		qsort(order, k, 2 * sizeof(uint64_t), cmp_u64);
-	for (size_t i = 0; i < k && !c->err; i++)
-		c->err = pio_write(c->s->f, c->page[order[2 * i + 1]], PG,
-				   c->s->data_off + order[2 * i] * PG);
-	for (size_t i = 0; i < c->cap; i++)
-		free(c->page[i]);
-	free(order);
-	free(c->key);
-	free(c->page);
-	c->key = NULL;
-	c->page = NULL;
-	c->cap = c->n = 0;
-	return c->err;
-}
-
 int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
 		size_t elen)
 {
@@ -548,13 +331,13 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	struct rec rh;
 
 	while (rec_ok_at(&w, pos, &rh, &rp) && rh.seq == seq) {
-		if (!rec_entries(rp, &rh, NULL, NULL)) {
+		if (!prec_entries(rp, &rh, NULL, NULL)) {
 			r = -EUCLEAN;
 			emsg(err, elen, "%s: log record %llu is malformed", path,
 			     (unsigned long long)seq);
 			goto fail;
 		}
-		rec_entries(rp, &rh, apply_fn, &ac);
+		prec_entries(rp, &rh, papply_fn, &ac);
 		len = rh.new_len;
 		if (len > max_len)
 			max_len = len;
@@ -592,7 +375,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		ac.err = pio_truncate(s->f, s->data_off + max_len);
 		s->file_len = s->data_off + max_len;
 	}
-	apply_flush(&ac);
+	papply_flush(&ac);
 	if (ac.err) {
 		r = ac.err;
 		emsg(err, elen, "%s: cannot replay the log: %s", path, strerror(-r));
@@ -606,7 +389,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	return 0;
 fail:
 	free(w.buf);
-	apply_flush_free(&ac);
+	papply_drop(&ac);
 	pio_close(s->f);
 	free_common(s);
 	return r;
@@ -614,7 +397,7 @@ fail:
 
 int pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 {
-	int r = checkpoint(s, s->next_seq, s->len, 0);
+	int r = pstore_checkpoint(s, s->next_seq, s->len, 0);
 
 	*trimmed = 0;
 	if (!r && s->file_len > s->data_off + s->len) {
@@ -625,339 +408,12 @@ int pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 	return r;
 }
 
-/* ---------------------------------------------------------------- records */
-
-void pstore_tx_begin(struct pstore *s)
-{
-	pthread_mutex_lock(&s->tx_lock);
-	s->tx.len = 0;
-	s->tx.nrec = 0;		/* entry count while building */
-	s->tx_oom = buf_reserve(&s->tx, REC_HDR) != 0;
-	s->tx.len = REC_HDR;
-	pthread_mutex_lock(&s->lock);
-	s->tx_len = s->len;
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, size_t len)
-{
-	size_t pad = (len + 7) & ~(size_t)7;
-
-	if (buf_reserve(&s->tx, 16 + pad)) {
-		s->tx_oom = true;
-		return;
-	}
-	memcpy(s->tx.p + s->tx.len, &a, 8);
-	memcpy(s->tx.p + s->tx.len + 8, &b, 8);
-	s->tx.len += 16;
-	if (len) {
-		memcpy(s->tx.p + s->tx.len, data, len);
-		memset(s->tx.p + s->tx.len + len, 0, pad - len);
-		s->tx.len += pad;
-	}
-	s->tx.nrec++;
-}
-
-void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val)
-{
-	tx_put(s, off, val, NULL, 0);
-}
-
-void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
-{
-	tx_put(s, off | ENT_BLOB, len, buf, len);
-}
-
-void pstore_tx_len(struct pstore *s, uint64_t len)
-{
-	s->tx_len = len;
-}
-
-size_t pstore_tx_size(struct pstore *s)
-{
-	return s->tx.len;
-}
-
-size_t pstore_max_record(struct pstore *s)
-{
-	return s->wal_size / 4;
-}
-
-void pstore_tx_abort(struct pstore *s)
-{
-	s->tx_oom = false;
-	s->tx.len = 0;
-	s->tx.nrec = 0;
-	pthread_mutex_unlock(&s->tx_lock);
-}
-
-/* Write the flight batch: checkpoint if the log is full, log write, sync, in place. */
-static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durable_len,
-		       uint64_t max_len)
-{
-	struct precbuf *b = &s->flight;
-	int r = 0;
-
-	if (s->wal_pos + b->len > s->wal_size) {
-		r = checkpoint(s, b->first_seq, durable_len, 0);
-		if (r)
-			return r;
-	}
-	for (size_t p = 0; p < b->len;) {
-		struct rec h;
-
-		memcpy(&h, b->p + p, REC_HDR);
-		h.synced_before = synced_before;
-		h.crc = 0;
-		memcpy(b->p + p, &h, REC_HDR);
-		h.crc = pcrc32c(pcrc32c(0, &h, REC_HDR), b->p + p + REC_HDR, h.len - REC_HDR);
-		memcpy(b->p + p + offsetof(struct rec, crc), &h.crc, 4);
-		p += h.len;
-	}
-	if (s->data_off + max_len > s->file_len) {
-		uint64_t grow = (s->data_off + max_len + (max_len >> 3) + (1 << 20)) & ~4095ULL;
-
-		r = zero_fill(s, s->file_len, grow);
-		if (r)
-			return r;
-		s->file_len = grow;
-	}
-	r = pio_write(s->f, b->p, b->len, PSTORE_WAL_OFF + s->wal_pos);
-	if (r)
-		return r;
-	s->wal_pos += b->len;
-	r = pio_sync(s->f);
-	s->syncs++;
-	if (r)
-		return r;
-	struct apply_ctx ac = { .s = s, .paged = b->nrec * 3 > PAGED_ENTRIES };
-
-	for (size_t p = 0; p < b->len && !ac.err;) {
-		struct rec h;
-
-		memcpy(&h, b->p + p, REC_HDR);
-		rec_entries(b->p + p, &h, apply_fn, &ac);
-		p += h.len;
-	}
-	return apply_flush(&ac);
-}
-
-/* Lead or follow until record `seq` is durable. Called with lock held. */
-static int wait_locked(struct pstore *s, uint64_t seq)
-{
-	while (s->durable_seq <= seq && !s->err) {
-		if (s->leader) {
-			pthread_cond_wait(&s->done, &s->lock);
-			continue;
-		}
-		if (!s->pend.nrec)
-			break;
-		/*
-		 * Group commit delay: operations that have started but not yet appended their
-		 * record, or fewer records than the last batch had (its writers are on their way
-		 * back), are worth a short wait so that one sync covers them too. At most
-		 * COMMIT_DELAY_US; a lone writer (batches of one, nobody preparing) never waits.
-		 */
-		if (atomic_load(&s->preparing) > 0 || s->pend.nrec < s->last_batch) {
-			struct timespec dl;
-
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += COMMIT_DELAY_US * 1000;
-			if (dl.tv_nsec >= 1000000000) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000;
-			}
-			s->leader = true;
-			s->gathering = true;
-			while ((atomic_load(&s->preparing) > 0 || s->pend.nrec < s->last_batch) &&
-			       pthread_cond_timedwait(&s->appended, &s->lock, &dl) == 0)
-				;
-			s->gathering = false;
-			s->leader = false;
-		}
-		s->last_batch = s->pend.nrec;
-		struct precbuf t = s->flight;
-		uint64_t sb = s->durable_seq, dl = s->durable_len, ml = s->pend_max_len;
-		uint64_t nl = s->pend_last_len;
-
-		s->flight = s->pend;
-		s->pend = t;
-		s->pend.len = 0;
-		s->pend.nrec = 0;
-		s->pend.first_seq = s->next_seq;
-		s->pend_max_len = 0;
-		s->leader = true;
-		pthread_mutex_unlock(&s->lock);
-		int r = write_batch(s, sb, dl, ml);
-
-		pthread_mutex_lock(&s->lock);
-		if (r)
-			s->err = r;
-		else {
-			s->durable_seq = s->flight.first_seq + s->flight.nrec;
-			s->durable_len = nl;
-		}
-		s->flight.len = 0;
-		s->flight.nrec = 0;
-		s->leader = false;
-		pthread_cond_broadcast(&s->done);
-	}
-	return s->durable_seq > seq ? 0 : (s->err ? s->err : -EIO);
-}
-
-int pstore_wait(struct pstore *s, uint64_t seq)
-{
-	int r;
-
-	if (!seq)
-		return 0;
-	pthread_mutex_lock(&s->lock);
-	r = wait_locked(s, seq);
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
-int pstore_tx_end(struct pstore *s, uint64_t *seqp)
-{
-	uint64_t seq = 0;
-	bool flush = false;
-	int r = 0;
-
-	*seqp = 0;
-	if (s->tx_oom) {
-		pstore_tx_abort(s);
-		return -ENOMEM;
-	}
-	if (s->tx.len > pstore_max_record(s)) {
-		pstore_tx_abort(s);
-		return -E2BIG;
-	}
-	pthread_mutex_lock(&s->lock);
-	if (!s->tx.nrec && s->tx_len == s->len)
-		goto out;
-	if (s->pend.len + s->tx.len > s->wal_size / 2 && s->pend.nrec)
-		wait_locked(s, s->next_seq - 1);
-	r = s->err;
-	if (!r && buf_reserve(&s->pend, s->tx.len))
-		r = -ENOMEM;
-	if (r)
-		goto out;
-	struct rec h = { .magic = REC_MAGIC, .len = (uint32_t)s->tx.len, .seq = s->next_seq,
-			 .new_len = s->tx_len, .nent = (uint32_t)s->tx.nrec };
-
-	memcpy(s->tx.p, &h, REC_HDR);
-	memcpy(s->pend.p + s->pend.len, s->tx.p, s->tx.len);
-	if (!s->pend.nrec)
-		s->pend.first_seq = s->next_seq;
-	s->pend.len += s->tx.len;
-	s->pend.nrec++;
-	s->pend_last_len = s->tx_len;
-	if (s->gathering)
-		pthread_cond_broadcast(&s->appended);
-	if (s->tx_len > s->pend_max_len)
-		s->pend_max_len = s->tx_len;
-	seq = s->next_seq++;
-	s->len = s->tx_len;
-	s->records++;
-	flush = s->async && s->pend.len > ASYNC_FLUSH;
-	*seqp = seq;
-out:
-	if (flush)
-		r = wait_locked(s, seq);
-	pthread_mutex_unlock(&s->lock);
-	s->tx.len = 0;
-	s->tx.nrec = 0;
-	pthread_mutex_unlock(&s->tx_lock);
-	return r;
-}
-
-/* ---------------------------------------------------------------- reads */
-
-struct ovl_ctx {
-	uint64_t off, len;
-	uint8_t *buf;
-};
-
-static void ovl_fn(void *arg, uint64_t off, const void *data, uint64_t len)
-{
-	struct ovl_ctx *c = arg;
-	uint64_t a = off > c->off ? off : c->off;
-	uint64_t e = off + len < c->off + c->len ? off + len : c->off + c->len;
-
-	if (a < e)
-		memcpy(c->buf + (a - c->off), (const uint8_t *)data + (a - off), e - a);
-}
-
-static void overlay(struct precbuf *b, struct ovl_ctx *c)
-{
-	for (size_t p = 0; p < b->len;) {
-		struct rec h;
-
-		memcpy(&h, b->p + p, REC_HDR);
-		rec_entries(b->p + p, &h, ovl_fn, c);
-		p += h.len;
-	}
-}
-
-int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
-{
-	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
-	int r;
-
-	pthread_mutex_lock(&s->lock);
-	r = pio_read(s->f, buf, len, s->data_off + off);
-	if (!r) {
-		overlay(&s->flight, &c);
-		overlay(&s->pend, &c);
-	}
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
-int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len)
-{
-	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
-	struct rec h = { .len = (uint32_t)s->tx.len, .nent = (uint32_t)s->tx.nrec };
-	int r = pstore_read(s, off, buf, len);
-
-	if (!r && !s->tx_oom)
-		rec_entries(s->tx.p, &h, ovl_fn, &c);
-	return r;
-}
-
-int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w)
-{
-	return pstore_read(s, off, w, 8);
-}
-
-uint64_t pstore_len(struct pstore *s)
-{
-	uint64_t l;
-
-	pthread_mutex_lock(&s->lock);
-	l = s->len;
-	pthread_mutex_unlock(&s->lock);
-	return l;
-}
-
-int pstore_sync_all(struct pstore *s)
-{
-	int r;
-
-	pthread_mutex_lock(&s->lock);
-	r = s->next_seq > 1 ? wait_locked(s, s->next_seq - 1) : 0;
-	if (!r)
-		r = s->err;
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
 int pstore_close(struct pstore *s, bool clean)
 {
 	int r = clean ? pstore_sync_all(s) : -EIO;
 
 	if (clean && !r)
-		r = checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
+		r = pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
 	if (clean && !r && s->file_len > s->data_off + s->len)
 		r = pio_truncate(s->f, s->data_off + s->len);
 	pio_close(s->f);

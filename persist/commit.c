@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Building records, group commit, and reads that see records not yet in place.
+ *
+ * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
+ * the builder from pstore_tx_begin to pstore_tx_end) before lock. The leader does its I/O
+ * without lock; `flight` belongs to it until it clears it under lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "persist/internal.h"
+#include "persist/wal.h"
+
+#define ASYNC_FLUSH (64u << 10)	/* SEFER_P_ASYNC: flush once this much is pending */
+#define COMMIT_DELAY_US 150	/* longest wait of a leader for records on their way */
+
+int pbuf_reserve(struct precbuf *b, size_t more)
+{
+	if (b->len + more <= b->cap)
+		return 0;
+	size_t nc = b->cap ? b->cap : 4096;
+
+	while (nc < b->len + more)
+		nc *= 2;
+	uint8_t *np = realloc(b->p, nc);
+
+	if (!np)
+		return -ENOMEM;
+	b->p = np;
+	b->cap = nc;
+	return 0;
+}
+
+void pstore_op_begin(struct pstore *s)
+{
+	atomic_fetch_add(&s->preparing, 1);
+}
+
+void pstore_op_appended(struct pstore *s)
+{
+	if (atomic_fetch_sub(&s->preparing, 1) == 1) {
+		pthread_mutex_lock(&s->lock);
+		pthread_cond_broadcast(&s->appended);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* ---------------------------------------------------------------- records */
+
+void pstore_tx_begin(struct pstore *s)
+{
+	pthread_mutex_lock(&s->tx_lock);
+	s->tx.len = 0;
+	s->tx.nrec = 0;		/* entry count while building */
+	s->tx_oom = pbuf_reserve(&s->tx, REC_HDR) != 0;
+	s->tx.len = REC_HDR;
+	pthread_mutex_lock(&s->lock);
+	s->tx_len = s->len;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, size_t len)
+{
+	size_t pad = (len + 7) & ~(size_t)7;
+
+	if (pbuf_reserve(&s->tx, 16 + pad)) {
+		s->tx_oom = true;
+		return;
+	}
+	memcpy(s->tx.p + s->tx.len, &a, 8);
+	memcpy(s->tx.p + s->tx.len + 8, &b, 8);
+	s->tx.len += 16;
+	if (len) {
+		memcpy(s->tx.p + s->tx.len, data, len);
+		memset(s->tx.p + s->tx.len + len, 0, pad - len);
+		s->tx.len += pad;
+	}
+	s->tx.nrec++;
+}
+
+void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val)
+{
+	tx_put(s, off, val, NULL, 0);
+}
+
+void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
+{
+	tx_put(s, off | ENT_BLOB, len, buf, len);
+}
+
+void pstore_tx_len(struct pstore *s, uint64_t len)
+{
+	s->tx_len = len;
+}
+
+size_t pstore_tx_size(struct pstore *s)
+{
+	return s->tx.len;
+}
+
+size_t pstore_max_record(struct pstore *s)
+{
+	return s->wal_size / 4;
+}
+
+void pstore_tx_abort(struct pstore *s)
+{
+	s->tx_oom = false;
+	s->tx.len = 0;
+	s->tx.nrec = 0;
+	pthread_mutex_unlock(&s->tx_lock);
+}
+
+/* Write the flight batch: checkpoint if the log is full, log write, sync, in place. */
+static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durable_len,
+		       uint64_t max_len)
+{
+	struct precbuf *b = &s->flight;
+	int r = 0;
+
+	if (s->wal_pos + b->len > s->wal_size) {
+		r = pstore_checkpoint(s, b->first_seq, durable_len, 0);
+		if (r)
+			return r;
+	}
+	for (size_t p = 0; p < b->len;) {
+		struct rec h;
+
+		memcpy(&h, b->p + p, REC_HDR);
+		h.synced_before = synced_before;
+		h.crc = 0;
+		memcpy(b->p + p, &h, REC_HDR);
+		h.crc = pcrc32c(pcrc32c(0, &h, REC_HDR), b->p + p + REC_HDR, h.len - REC_HDR);
+		memcpy(b->p + p + offsetof(struct rec, crc), &h.crc, 4);
+		p += h.len;
+	}
+	if (s->data_off + max_len > s->file_len) {
+		uint64_t grow = (s->data_off + max_len + (max_len >> 3) + (1 << 20)) & ~4095ULL;
+
+		r = pstore_zero_fill(s, s->file_len, grow);
+		if (r)
+			return r;
+		s->file_len = grow;
+	}
+	r = pio_write(s->f, b->p, b->len, PSTORE_WAL_OFF + s->wal_pos);
+	if (r)
+		return r;
+	s->wal_pos += b->len;
+	r = pio_sync(s->f);
+	s->syncs++;
+	if (r)
+		return r;
+	struct apply_ctx ac = { .s = s, .paged = b->nrec * 3 > PAGED_ENTRIES };
+
+	for (size_t p = 0; p < b->len && !ac.err;) {
+		struct rec h;
+
+		memcpy(&h, b->p + p, REC_HDR);
+		prec_entries(b->p + p, &h, papply_fn, &ac);
+		p += h.len;
+	}
+	return papply_flush(&ac);
+}
+
+/* Lead or follow until record `seq` is durable. Called with lock held. */
+static int wait_locked(struct pstore *s, uint64_t seq)
+{
+	while (s->durable_seq <= seq && !s->err) {
+		if (s->leader) {
+			pthread_cond_wait(&s->done, &s->lock);
+			continue;
+		}
+		if (!s->pend.nrec)
+			break;
+		/*
+		 * Group commit delay: operations that have started but not yet appended their
+		 * record, or fewer records than the last batch had (its writers are on their way
+		 * back), are worth a short wait so that one sync covers them too. At most
+		 * COMMIT_DELAY_US; a lone writer (batches of one, nobody preparing) never waits.
+		 */
+		if (atomic_load(&s->preparing) > 0 || s->pend.nrec < s->last_batch) {
+			struct timespec dl;
+
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += COMMIT_DELAY_US * 1000;
+			if (dl.tv_nsec >= 1000000000) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000;
+			}
+			s->leader = true;
+			s->gathering = true;
+			while ((atomic_load(&s->preparing) > 0 || s->pend.nrec < s->last_batch) &&
+			       pthread_cond_timedwait(&s->appended, &s->lock, &dl) == 0)
+				;
+			s->gathering = false;
+			s->leader = false;
+		}
+		s->last_batch = s->pend.nrec;
+		struct precbuf t = s->flight;
+		uint64_t sb = s->durable_seq, dl = s->durable_len, ml = s->pend_max_len;
+		uint64_t nl = s->pend_last_len;
+
+		s->flight = s->pend;
+		s->pend = t;
+		s->pend.len = 0;
+		s->pend.nrec = 0;
+		s->pend.first_seq = s->next_seq;
+		s->pend_max_len = 0;
+		s->leader = true;
+		pthread_mutex_unlock(&s->lock);
+		int r = write_batch(s, sb, dl, ml);
+
+		pthread_mutex_lock(&s->lock);
+		if (r)
+			s->err = r;
+		else {
+			s->durable_seq = s->flight.first_seq + s->flight.nrec;
+			s->durable_len = nl;
+		}
+		s->flight.len = 0;
+		s->flight.nrec = 0;
+		s->leader = false;
+		pthread_cond_broadcast(&s->done);
+	}
+	return s->durable_seq > seq ? 0 : (s->err ? s->err : -EIO);
+}
+
+int pstore_wait(struct pstore *s, uint64_t seq)
+{
+	int r;
+
+	if (!seq)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	r = wait_locked(s, seq);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int pstore_tx_end(struct pstore *s, uint64_t *seqp)
+{
+	uint64_t seq = 0;
+	bool flush = false;
+	int r = 0;
+
+	*seqp = 0;
+	if (s->tx_oom) {
+		pstore_tx_abort(s);
+		return -ENOMEM;
+	}
+	if (s->tx.len > pstore_max_record(s)) {
+		pstore_tx_abort(s);
+		return -E2BIG;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (!s->tx.nrec && s->tx_len == s->len)
+		goto out;
+	if (s->pend.len + s->tx.len > s->wal_size / 2 && s->pend.nrec)
+		wait_locked(s, s->next_seq - 1);
+	r = s->err;
+	if (!r && pbuf_reserve(&s->pend, s->tx.len))
+		r = -ENOMEM;
+	if (r)
+		goto out;
+	struct rec h = { .magic = REC_MAGIC, .len = (uint32_t)s->tx.len, .seq = s->next_seq,
+			 .new_len = s->tx_len, .nent = (uint32_t)s->tx.nrec };
+
+	memcpy(s->tx.p, &h, REC_HDR);
+	memcpy(s->pend.p + s->pend.len, s->tx.p, s->tx.len);
+	if (!s->pend.nrec)
+		s->pend.first_seq = s->next_seq;
+	s->pend.len += s->tx.len;
+	s->pend.nrec++;
+	s->pend_last_len = s->tx_len;
+	if (s->gathering)
+		pthread_cond_broadcast(&s->appended);
+	if (s->tx_len > s->pend_max_len)
+		s->pend_max_len = s->tx_len;
+	seq = s->next_seq++;
+	s->len = s->tx_len;
+	s->records++;
+	flush = s->async && s->pend.len > ASYNC_FLUSH;
+	*seqp = seq;
+out:
+	if (flush)
+		r = wait_locked(s, seq);
+	pthread_mutex_unlock(&s->lock);
+	s->tx.len = 0;
+	s->tx.nrec = 0;
+	pthread_mutex_unlock(&s->tx_lock);
+	return r;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+struct ovl_ctx {
+	uint64_t off, len;
+	uint8_t *buf;
+};
+
+static void ovl_fn(void *arg, uint64_t off, const void *data, uint64_t len)
+{
+	struct ovl_ctx *c = arg;
+	uint64_t a = off > c->off ? off : c->off;
+	uint64_t e = off + len < c->off + c->len ? off + len : c->off + c->len;
+
+	if (a < e)
+		memcpy(c->buf + (a - c->off), (const uint8_t *)data + (a - off), e - a);
+}
+
+static void overlay(struct precbuf *b, struct ovl_ctx *c)
+{
+	for (size_t p = 0; p < b->len;) {
+		struct rec h;
+
+		memcpy(&h, b->p + p, REC_HDR);
+		prec_entries(b->p + p, &h, ovl_fn, c);
+		p += h.len;
+	}
+}
+
+int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
+{
+	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = pio_read(s->f, buf, len, s->data_off + off);
+	if (!r) {
+		overlay(&s->flight, &c);
+		overlay(&s->pend, &c);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len)
+{
+	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
+	struct rec h = { .len = (uint32_t)s->tx.len, .nent = (uint32_t)s->tx.nrec };
+	int r = pstore_read(s, off, buf, len);
+
+	if (!r && !s->tx_oom)
+		prec_entries(s->tx.p, &h, ovl_fn, &c);
+	return r;
+}
+
+int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w)
+{
+	return pstore_read(s, off, w, 8);
+}
+
+uint64_t pstore_len(struct pstore *s)
+{
+	uint64_t l;
+
+	pthread_mutex_lock(&s->lock);
+	l = s->len;
+	pthread_mutex_unlock(&s->lock);
+	return l;
+}
+
+int pstore_sync_all(struct pstore *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->next_seq > 1 ? wait_locked(s, s->next_seq - 1) : 0;
+	if (!r)
+		r = s->err;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
