@@ -113,14 +113,20 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 	if (tag != XT_FULL)
 		return;
 
-	/* We moved the page FULL -> FREEING: tell its owner, which cannot change meanwhile. */
+	/* We moved the page FULL -> FREEING: tell its owner, which cannot change meanwhile.
+	 * acquire is not what makes this safe: the owner wrote seg->owner before its release
+	 * CAS to FULL, which our acq_rel CAS above read, so the value is already visible; heap
+	 * structs are never unmapped and `delayed` is atomic. Kept as acquire for clarity. */
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 	struct page *head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
 
+	/* release: publishes pg->delayed_next to the owner's acquire exchange (page.c). */
 	do
 		pg->delayed_next = head;
 	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg, memory_order_release,
 						       memory_order_relaxed));
+	/* release FREEING -> NOTIFIED: pairs with the owner's acquire in wait_not_freeing() and
+	 * segment_mark_never(), which then know the delayed-list link above is complete. */
 	old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 	while ((old & XT_MASK) == XT_FREEING &&
 	       !atomic_compare_exchange_weak_explicit(&pg->xthread, &old,
@@ -133,6 +139,8 @@ void free_slow(struct heap *heap, void *p)
 {
 	struct segment *seg = segment_of(p);
 	struct page *pg = page_of(seg, p);
+	/* acquire: when owner is NULL, pairs with abandon_segments()'s release store, though
+	 * the adopting CAS below acquires again, which is what the adopter relies on. */
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 
 	if (owner == LARGE_OWNER) {
@@ -155,6 +163,8 @@ void free_slow(struct heap *heap, void *p)
 		if (heap != &heap_empty) {
 			struct heap *expect = NULL;
 
+			/* acquire: reads the NULL stored with release by the abandoning
+			 * thread, so its last writes to the pages and header are visible. */
 			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
 								    memory_order_acquire,
 								    memory_order_relaxed)) {

@@ -100,6 +100,11 @@ static void segment_mark_never(struct segment *seg)
 				old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 				continue;
 			}
+			/* acquire: a pusher's release FREEING -> NOTIFIED (free.c) is read here
+			 * or earlier in this loop, so its CAS on heap->delayed happens before our
+			 * store of NULL to it in heap_abandon() (that store is then later in the
+			 * modification order and cannot be overtaken). release: keeps our
+			 * earlier page updates ordered before NEVER for whoever reads the tag. */
 			if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old,
 								  (old & ~XT_MASK) | XT_NEVER,
 								  memory_order_acq_rel,
@@ -206,6 +211,7 @@ struct segment *abandoned_pop(struct heap *heap)
 	for (seg = abandoned; seg; seg = seg->next) {
 		struct heap *expect = NULL;
 
+		/* acquire: pairs with the release store of NULL in abandon_segments(). */
 		if (seg->free_pages &&
 		    atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
 							    memory_order_acquire, memory_order_relaxed))

@@ -54,10 +54,14 @@ void process_init(void)
 {
 	int expect = 0;
 
+	/* acquire: pairs with the release store of 2 below, so a thread that sees "done" sees
+	 * sefer_os_info, options and the list key as the initialising thread wrote them. */
 	if (likely(atomic_load_explicit(&init_state, memory_order_acquire) == 2) || in_init)
 		return;
 	if (!atomic_compare_exchange_strong_explicit(&init_state, &expect, 1, memory_order_acquire,
 						     memory_order_acquire)) {
+		/* acquire (CAS failure and this loop): same pairing as above. The CAS's success
+		 * order needs nothing (there is nothing to see yet); acquire is harmless. */
 		while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
 			cpu_relax();
 		return;
@@ -83,6 +87,7 @@ void process_init(void)
 			      sefer_os.name, SEGMENT_SIZE >> 10, SPAGE_SIZE >> 10,
 			      sefer_os_info.node_count);
 	in_init = false;
+	/* release: publishes everything initialised above to the acquire loads of init_state. */
 	atomic_store_explicit(&init_state, 2, memory_order_release);
 }
 

@@ -198,8 +198,10 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 		}
 		if (xt_tag(old) != XT_NORMAL)
 			break; /* already on the delayed list: draining will bring it back */
-		/* release: pairs with the pusher's acquire, so our earlier uses of the page's
-		 * delayed link happen before the pusher writes it. */
+		/* release: pairs with the pusher's acquire (free.c, the CAS that takes FULL), so
+		 * our earlier reads of pg->delayed_next (heap_drain_delayed) happen before the
+		 * pusher writes it: without it a weak-memory CPU could let our old read see the
+		 * pusher's new link. */
 		if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old, XT_FULL,
 							  memory_order_release, memory_order_relaxed))
 			break;
@@ -224,6 +226,10 @@ void page_unfull(struct heap *heap, struct page *pg)
 						memory_order_relaxed);
 }
 
+/*
+ * acquire: pairs with the pusher's release FREEING -> NOTIFIED (free.c), so the pusher's link
+ * of pg into our delayed list, and its earlier block pushes, are visible once we see it done.
+ */
 static void wait_not_freeing(struct page *pg)
 {
 	while (xt_tag(atomic_load_explicit(&pg->xthread, memory_order_acquire)) == XT_FREEING)
@@ -232,6 +238,9 @@ static void wait_not_freeing(struct page *pg)
 
 void heap_drain_delayed(struct heap *heap)
 {
+	/* acquire: pairs with each pusher's release CAS on heap->delayed (free.c); the CASes are
+	 * RMWs, so one acquire synchronizes with all of them and every delayed_next written
+	 * before a push is visible while we walk the list. */
 	struct page *pg = atomic_exchange_explicit(&heap->delayed, NULL, memory_order_acquire);
 
 	while (pg) {

@@ -8,7 +8,14 @@ void segtab_insert(const void *seg)
 {
 	uintptr_t i = (uintptr_t)seg >> SEGMENT_SHIFT;
 
-	/* release: a thread that sees the bit (and a pointer into the segment) sees the header. */
+	/*
+	 * release: orders the header's initialisation before the bit for an acquire reader.
+	 * segtab_contains() reads with relaxed on purpose (it is on the free path): a thread
+	 * that legitimately holds a pointer into the segment got it through some synchronisation
+	 * that happens after segment_publish(), and that is what makes the header visible, not
+	 * the bit. A relaxed reader with a pointer it did not get that way (a wild free) may see
+	 * the bit before the header; that free is an error report either way.
+	 */
 	atomic_fetch_or_explicit(&sefer_segtab[i >> 6], 1ULL << (i & 63), memory_order_release);
 }
 

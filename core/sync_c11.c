@@ -6,10 +6,16 @@
  * sync_synchronize() spins until the count drains to zero. Readers are rare (stats, checks),
  * so a shared count is cheaper than per-thread state and needs no registration.
  *
- * Memory orders: a reader increments with seq_cst so that the writer's later seq_cst load of
- * the count is ordered after the reader's announcement (or the reader's list loads see the
- * unlink); links are published with release and followed with acquire so that a reader that
- * sees a node also sees its initialised contents.
+ * Memory orders (weak-memory review, Documentation/backends/aarch64.rst): the grace period is
+ * a store-buffering pattern. The writer stores the unlink, then reads the count; a reader
+ * increments the count, then reads the links. At least one side must see the other's write:
+ * either the writer sees the reader's increment (and waits), or the reader sees the unlink
+ * (and never reaches the node). C11 guarantees that only with a seq_cst fence on both sides
+ * (fence-fence rule); a seq_cst increment followed by acquire loads is not enough, since an
+ * acquire load may be satisfied before an earlier store becomes visible (ARMv8.3 LDAPR after
+ * the store half of the increment). Readers are rare (stats, checks), so the reader's fence
+ * costs nothing that matters. Links are published with release and followed with acquire so
+ * that a reader that sees a node also sees its initialised contents.
  */
 #include <stdatomic.h>
 
@@ -47,17 +53,21 @@ void sync_registry_del(struct sync_node *n)
 void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 {
 	atomic_fetch_add_explicit(&readers, 1, memory_order_seq_cst);
+	/* seq_cst fence: pairs with the fence in sync_synchronize() (store-buffering, above). */
+	atomic_thread_fence(memory_order_seq_cst);
 	for (struct sync_node *n = atomic_load_explicit(&registry.next, memory_order_acquire);
 	     n != &registry; n = atomic_load_explicit(&n->next, memory_order_acquire))
 		fn(n, arg);
-	/* release: the reader's loads of node contents happen before the writer frees them. */
+	/* release: the reader's loads of node contents happen before the writer frees them (the
+	 * writer's acquire load of 0 reads the end of a release sequence of RMWs, so it
+	 * synchronizes with every reader's decrement). */
 	atomic_fetch_sub_explicit(&readers, 1, memory_order_release);
 }
 
 void sync_synchronize(void)
 {
 	/* seq_cst fence: the unlink is ordered before the count is read (pairs with the reader's
-	 * seq_cst increment), and acquire on the loads pairs with the readers' release. */
+	 * fence after its increment), and acquire on the loads pairs with the readers' release. */
 	atomic_thread_fence(memory_order_seq_cst);
 	while (atomic_load_explicit(&readers, memory_order_acquire))
 		cpu_relax();
