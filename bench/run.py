@@ -22,6 +22,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -59,13 +60,16 @@ def sh(cmd):
         return ""
 
 
+PEER_DIRS = []   # --peer-dir: extra places to look, after the package
+
+
 def find_peer(pkg, soname):
     """The peer's .so from its Debian package, else from the usual dirs."""
     for line in sh(["dpkg-query", "-L", pkg]).splitlines():
         if os.path.basename(line) == soname and os.path.exists(line):
             return os.path.realpath(line)
-    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-              "/usr/lib64", "/usr/lib", "/usr/local/lib"):
+    for d in PEER_DIRS + ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                          "/usr/lib64", "/usr/lib", "/usr/local/lib"]:
         p = os.path.join(d, soname)
         if os.path.exists(p):
             return os.path.realpath(p)
@@ -227,7 +231,23 @@ def real_configs(bindir, quick, only):
                        "-n", str(n), "-P", "32", "-c", "8", "-r", "200000",
                        "-d", "256", "-t", "set,get,lpush,lpop,sadd,hset,incr"],
                       kind="redis"))
-    return [c for c in out if not only or re.search(only, c.label())]
+    keep = []
+    for c in out:
+        if only and not re.search(only, c.label()):
+            continue
+        need = {"python": [PY], "sqlite": ["sqlite3"],
+                "redis": ["redis-server", "redis-benchmark"]}[c.kind]
+        gone = [p for p in need if not shutil.which(p)]
+        if gone:
+            MISSING_PROGS.append((c.bench, "%s not found (Debian packages python3, "
+                                  "sqlite3, redis-server, redis-tools; "
+                                  "scripts/install-deps)" % ", ".join(gone)))
+            continue
+        keep.append(c)
+    return keep
+
+
+MISSING_PROGS = []
 
 
 # ------------------------------------------------------------ running
@@ -859,7 +879,10 @@ def main():
     ap.add_argument("--alloc", default="", help="comma list of allocators")
     ap.add_argument("--no-real", action="store_true")
     ap.add_argument("--headline", action="store_true")
+    ap.add_argument("--peer-dir", action="append", default=[],
+                    help="also look for the peers' .so files here")
     args = ap.parse_args()
+    PEER_DIRS.extend(os.path.abspath(d) for d in args.peer_dir)
 
     wanted = [a for a in args.alloc.split(",") if a]
     if args.headline and not wanted:
@@ -882,6 +905,9 @@ def main():
                                 not args.quick, args.only)
         if not args.no_real:
             configs += real_configs(args.bindir, args.quick, args.only)
+            for n, why in MISSING_PROGS:
+                print("bench: MISSING %s: %s" % (n, why), file=sys.stderr)
+            missing += MISSING_PROGS
     if not configs:
         sys.exit("bench: nothing selected")
 
