@@ -16,6 +16,7 @@ Suite *process_suite(void);
 Suite *options_suite(void);
 Suite *large_cache_suite(void);
 Suite *numa_suite(void);
+Suite *decommit_suite(void);
 
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Decommit (CONFIG_DECOMMIT): RSS follows the live set.
+ *
+ *  - 1 GiB in small blocks over two threads, all freed, half of each thread's blocks by the
+ *    other thread; the threads exit; after the purge delay RSS (/proc/self/statm) is back
+ *    within a few MiB of where it started.
+ *  - producer/consumer: one thread allocates, another frees, far more bytes than RSS may grow.
+ *
+ * Under a sanitizer the sizes shrink and RSS is not checked (shadow memory dominates). With
+ * CONFIG_DECOMMIT off the same runs must still be correct; RSS is not checked either.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/options.h"
+#include "unit.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+#define MiB ((size_t)1 << 20)
+#define TOTAL (SANITIZED ? 64 * MiB : 1024 * MiB)
+#define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)
+#define SLACK (6 * MiB)
+
+struct half {
+	void **blk;
+	size_t n;
+};
+
+static struct half halves[2];
+static pthread_barrier_t barrier;
+
+/* Pointer arrays come from mmap so they do not count in the allocator's RSS story. */
+static void *map(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	return p;
+}
+
+static size_t block_size(size_t i)
+{
+	return 32 + (i * 97 % 31) * 32; /* 32 .. 992 bytes, average ~512 */
+}
+
+static void *churn_thread(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	struct half *mine = &halves[me], *other = &halves[!me];
+	size_t bytes = 0, n = 0;
+
+	while (bytes < TOTAL / 2) {
+		size_t sz = block_size(n);
+		unsigned char *p = sefer_malloc(sz);
+
+		ck_assert_ptr_nonnull(p);
+		p[0] = (unsigned char)n;
+		p[sz - 1] = (unsigned char)me;
+		mine->blk[n++] = p;
+		bytes += sz;
+	}
+	mine->n = n;
+	pthread_barrier_wait(&barrier);
+	/* the first half of my blocks, and the second half of the other thread's */
+	for (size_t i = 0; i < mine->n / 2; i++)
+		sefer_free(mine->blk[i]);
+	pthread_barrier_wait(&barrier);
+	for (size_t i = other->n / 2; i < other->n; i++)
+		sefer_free(other->blk[i]);
+	pthread_barrier_wait(&barrier);
+	return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+START_TEST(decommit_rss_returns)
+{
+	size_t cap = TOTAL / 32 + 1024, start, peak = 0, end;
+	pthread_t t[2];
+
+	sefer_collect(true);
+	start = rss_bytes();
+	for (int i = 0; i < 2; i++)
+		halves[i].blk = map(cap * sizeof(void *));
+	pthread_barrier_init(&barrier, NULL, 2);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, churn_thread, (void *)(intptr_t)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&barrier);
+	for (int i = 0; i < 2; i++)
+		munmap(halves[i].blk, cap * sizeof(void *));
+	peak = rss_bytes();
+	sleep_ms((long)sefer_opt.purge_delay_ms + 20);
+	end = rss_bytes();
+	if (CHECK_RSS)
+		ck_assert_msg(end <= start + SLACK,
+			      "RSS %zu KiB at start, %zu KiB after the threads exited, %zu KiB after "
+			      "the purge delay (more than %zu KiB above the start)",
+			      start >> 10, peak >> 10, end >> 10, SLACK >> 10);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+#define RING 4096
+
+static _Atomic(void *) ring[RING];
+static atomic_size_t head, tail;
+
+static void *producer(void *arg)
+{
+	size_t total = (size_t)(uintptr_t)arg;
+
+	for (size_t i = 0; i < total; i++) {
+		size_t sz = block_size(i);
+		unsigned char *p = sefer_malloc(sz);
+
+		p[0] = 1;
+		p[sz - 1] = 2;
+		while (atomic_load(&head) - atomic_load(&tail) >= RING)
+			sched_yield();
+		atomic_store(&ring[atomic_load(&head) % RING], p);
+		atomic_fetch_add(&head, 1);
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	size_t total = (size_t)(uintptr_t)arg;
+
+	for (size_t i = 0; i < total; i++) {
+		while (atomic_load(&tail) == atomic_load(&head))
+			sched_yield();
+		sefer_free(atomic_load(&ring[atomic_load(&tail) % RING]));
+		atomic_fetch_add(&tail, 1);
+	}
+	return NULL;
+}
+
+START_TEST(decommit_prodcons_bounded)
+{
+	size_t total = (SANITIZED ? 256 : 2048) * MiB / 512; /* blocks: 2 GiB through the ring */
+	size_t start, peak = 0;
+	pthread_t p, c;
+
+	sefer_collect(true);
+	start = rss_bytes();
+	pthread_create(&p, NULL, producer, (void *)(uintptr_t)total);
+	pthread_create(&c, NULL, consumer, (void *)(uintptr_t)total);
+	while (atomic_load(&tail) < total) {
+		size_t now = rss_bytes();
+
+		peak = now > peak ? now : peak;
+		sleep_ms(2);
+	}
+	pthread_join(p, NULL);
+	pthread_join(c, NULL);
+	/* 4096 blocks in flight are ~2 MiB: the rest is pages waiting for their frees */
+	if (CHECK_RSS)
+		ck_assert_msg(peak <= start + 4 * SLACK, "RSS grew from %zu KiB to %zu KiB",
+			      start >> 10, peak >> 10);
+}
+END_TEST
+
+Suite *decommit_suite(void)
+{
+	Suite *s = suite_create("decommit");
+	TCase *tc = tcase_create("rss");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, decommit_rss_returns);
+	tcase_add_test(tc, decommit_prodcons_bounded);
+	suite_add_tcase(s, tc);
+	return s;
+}
