@@ -1,7 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* The fastbin policy (not implemented yet: an empty instance, see core/policy.h). */
+/*
+ * The fastbin policy: a per-thread magazine of recently freed blocks per small size class,
+ * popped before the bins (policies/fastbin/fastbin_hot.h has the hot-path bodies, which need
+ * struct heap; core/policy_hot.h includes them after it).
+ *
+ * Invariants: slot[bin][0 .. count[bin]) hold blocks of bin `bin` from pages of this heap's
+ * segments, freed by the owner (live bit clear) and still counted in their page's used count;
+ * only the owning thread touches the magazine; heap_exit gives every block back to its page.
+ */
 #ifndef SEFER_POLICY_FASTBIN_H
 #define SEFER_POLICY_FASTBIN_H
+
+#if IS_ENABLED(CONFIG_POLICY_FASTBIN)
+
+#define FASTBIN_MAX 1024 /* largest block size kept: the direct-table sizes */
+#define FASTBIN_BINS 21	 /* bins 1 .. bin_index(FASTBIN_MAX) */
+
+struct fastbin_heap {
+	uint32_t count[FASTBIN_BINS];
+	void *slot[FASTBIN_BINS][CONFIG_FASTBIN_DEPTH];
+};
+
+static inline void *fastbin_small_alloc(struct heap *h, size_t size);
+static inline bool fastbin_small_free(struct heap *h, struct page *pg, void *p);
+void fastbin_heap_exit(struct heap *h) SEFER_INTERNAL;
+
+static const struct sefer_policy_ops policy_fastbin = {
+	.name = "fastbin",
+	.heap_exit = fastbin_heap_exit,
+	.small_alloc = fastbin_small_alloc,
+	.small_free = fastbin_small_free,
+};
+
+#else
 
 struct fastbin_heap {
 };
@@ -9,5 +40,7 @@ struct fastbin_heap {
 static const struct sefer_policy_ops policy_fastbin = {
 	.name = "fastbin",
 };
+
+#endif
 
 #endif

@@ -64,7 +64,7 @@ static const struct {
 	{ "api", api_suite },		{ "options", options_suite },
 	{ "threads", threads_suite },	{ "process", process_suite },
 	{ "large_cache", large_cache_suite }, { "numa", numa_suite },
-	{ "decommit", decommit_suite },
+	{ "decommit", decommit_suite }, { "fastbin", fastbin_suite },
 };
 
 int main(int argc, char **argv)

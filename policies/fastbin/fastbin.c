@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fastbin slow path: give the magazine back to the pages at heap teardown (thread exit).
+ * Called by heap_abandon() before it collects the pages, with no page marked full, so a block
+ * only needs to go back on its page's local_free list; emptied pages are freed right after.
+ */
+#include "core/heap.h"
+
+void fastbin_heap_exit(struct heap *h)
+{
+	struct fastbin_heap *fb = &h->policy.fastbin;
+
+	for (unsigned bin = 1; bin < FASTBIN_BINS; bin++) {
+		while (fb->count[bin]) {
+			struct block *b = fb->slot[bin][--fb->count[bin]];
+			struct segment *seg = segment_of(b);
+			struct page *pg = page_of(seg, b);
+
+			block_set_next(b, pg->local_free);
+			pg->local_free = b;
+			pg->used--;
+		}
+	}
+}
