@@ -856,7 +856,7 @@ def rst_summary(path):
         print(sep)
         for i, r in enumerate(table):
             print("  ".join(v.ljust(w[j]) for j, v in enumerate(r)).rstrip())
-            if i == 0 or i == len(ks):
+            if i == 0:
                 print(sep)
         print(sep)
         print()
