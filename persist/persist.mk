@@ -55,8 +55,10 @@ $(pbench-bin): $(srctree)/bench/persist/pbench.c $(persist-dep-objs)
 	$(quiet) CC bench/persist/pbench
 	$(Q)$(CC) $(PERSIST_CFLAGS) -o $@ $< $(persist-dep-objs) -lpmemobj -lpthread -lm
 
-persist-bins: $(ptest-bin) $(pstore-cli)
+persist-bins: $(ptest-bin) $(pstore-cli) $(pbench-bin)
 .PHONY: persist-bins
+# check-warnings builds test-bins with -Werror under gcc and clang: include these.
+test-bins: persist-bins
 
 check-targets += check-persist check-persist-crash check-persist-fuzz
 

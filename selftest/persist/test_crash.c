@@ -135,7 +135,9 @@ START_TEST(test_kill_loop)
 	char msg[256];
 	uint64_t acks = 0;
 
-	ck_assert_int_eq(sefer_pstore_create(p, _i, NULL, &h), 0);
+	struct sefer_popts o = { .wal_bytes = 256 << 10 };	/* quick to open, checkpoints */
+
+	ck_assert_int_eq(sefer_pstore_create(p, _i, &o, &h), 0);
 	ck_assert_int_eq(sefer_pstore_close(h), 0);
 	pm_init(&m, 64, 77 + (uint64_t)_i, 6000);
 	srand(1234 + _i);
@@ -155,7 +157,7 @@ START_TEST(test_kill_loop)
 					_exit(8);
 		}
 		close(fds[1]);
-		usleep(10000 + (useconds_t)(rand() % 70000));
+		usleep(20000 + (useconds_t)(rand() % 80000));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		struct pm_msg msgs[64];

@@ -135,7 +135,7 @@ START_TEST(test_invariants)
 
 	ck_assert_int_eq(sefer_pstore_create(p, _i, &o, &h), 0);
 	pm_init(&m, 96, 7 + _i, 20000);
-	for (int i = 0; i < 2500; i++) {
+	for (int i = 0; i < 1500; i++) {
 		ck_assert_int_eq(pm_step(&m, h, self, &m), 0);
 		if (i % 100 == 99) {
 			ck_assert_msg(sefer_pverify(h, &v) == 0, "step %d: %s", i, v.msg);
