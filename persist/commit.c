@@ -7,6 +7,7 @@
  * without lock; `flight` belongs to it until it clears it under lock.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -115,7 +116,7 @@ void pstore_tx_abort(struct pstore *s)
 }
 
 /* Write the flight batch: checkpoint if the log is full, log write, sync, in place. */
-static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durable_len,
+static int write_batch(struct pstore *s, uint64_t durable_len,
 		       uint64_t max_len)
 {
 	struct precbuf *b = &s->flight;
@@ -125,17 +126,6 @@ static int write_batch(struct pstore *s, uint64_t synced_before, uint64_t durabl
 		r = pstore_checkpoint(s, b->first_seq, durable_len, 0);
 		if (r)
 			return r;
-	}
-	for (size_t p = 0; p < b->len;) {
-		struct rec h;
-
-		memcpy(&h, b->p + p, REC_HDR);
-		h.synced_before = synced_before;
-		h.crc = 0;
-		memcpy(b->p + p, &h, REC_HDR);
-		h.crc = pcrc32c(pcrc32c(0, &h, REC_HDR), b->p + p + REC_HDR, h.len - REC_HDR);
-		memcpy(b->p + p + offsetof(struct rec, crc), &h.crc, 4);
-		p += h.len;
 	}
 	if (s->data_off + max_len > s->file_len) {
 		uint64_t grow = (s->data_off + max_len + (max_len >> 3) + (1 << 20)) & ~4095ULL;
@@ -200,7 +190,7 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 		}
 		s->last_batch = s->pend.nrec;
 		struct precbuf t = s->flight;
-		uint64_t sb = s->durable_seq, dl = s->durable_len, ml = s->pend_max_len;
+		uint64_t dl = s->durable_len, ml = s->pend_max_len;
 		uint64_t nl = s->pend_last_len;
 
 		s->flight = s->pend;
@@ -211,7 +201,7 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 		s->pend_max_len = 0;
 		s->leader = true;
 		pthread_mutex_unlock(&s->lock);
-		int r = write_batch(s, sb, dl, ml);
+		int r = write_batch(s, dl, ml);
 
 		pthread_mutex_lock(&s->lock);
 		if (r)
@@ -265,10 +255,18 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp)
 		r = -ENOMEM;
 	if (r)
 		goto out;
+	/*
+	 * Sealed here, never touched again (readers overlay pend and flight under lock while the
+	 * leader writes them): synced_before is durable_seq now, a lower bound of its value when
+	 * the record reaches the log, so the claim "every record below was synced" stays true.
+	 */
 	struct rec h = { .magic = REC_MAGIC, .len = (uint32_t)s->tx.len, .seq = s->next_seq,
-			 .new_len = s->tx_len, .nent = (uint32_t)s->tx.nrec };
+			 .synced_before = s->durable_seq, .new_len = s->tx_len,
+			 .nent = (uint32_t)s->tx.nrec };
 
 	memcpy(s->tx.p, &h, REC_HDR);
+	h.crc = pcrc32c(0, s->tx.p, s->tx.len);
+	memcpy(s->tx.p + offsetof(struct rec, crc), &h.crc, 4);
 	memcpy(s->pend.p + s->pend.len, s->tx.p, s->tx.len);
 	if (!s->pend.nrec)
 		s->pend.first_seq = s->next_seq;

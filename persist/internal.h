@@ -97,12 +97,14 @@ struct pstore {
 	uint64_t next_seq;		/* seq of the next record */
 	uint64_t durable_seq;		/* every record < durable_seq is synced and in place */
 	uint64_t len, durable_len;	/* payload length: latest / as of durable_seq */
-	uint64_t file_len;		/* bytes the file has (it may be longer than needed) */
-	uint64_t wal_pos, ckpt_seq, ckpt_count;
+	_Atomic uint64_t file_len;	/* bytes the file has (it may be longer than needed) */
+	uint64_t wal_pos, ckpt_seq;
+	_Atomic uint64_t ckpt_count;	/* atomics: written by the leader, read by stats */
 	bool leader, async, gathering;	/* gathering: the leader waits for more records */
 	uint64_t last_batch;		/* records in the previous batch */
 	int err;			/* sticky: the first I/O error; every later commit fails */
-	uint64_t syncs, records;
+	_Atomic uint64_t syncs;
+	uint64_t records;
 	uint32_t hdr_flags;
 };
 

@@ -16,12 +16,21 @@ static uint64_t rnd(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/*
+ * A third of the contents imitate allocator metadata: words that look like block offsets
+ * (8 mod 16) and block sizes with the in-use bit, so an allocator that trusted unchecked
+ * words (or a replay that wrote user data as metadata) would be caught.
+ */
 void pm_fill(uint8_t *buf, uint32_t slot, uint32_t ver, size_t len)
 {
 	uint64_t s = ((uint64_t)slot << 32 | ver) * 0x2545F4914F6CDD1DULL;
+	bool meta = (slot + ver) % 3 == 0;
 
 	for (size_t i = 0; i < len; i += 8) {
 		uint64_t v = rnd(&s);
+
+		if (meta)
+			v = v & 1 ? ((v >> 8) % 65536) * 16 + 8 : ((v >> 8) % 256) * 16 + 1;
 
 		memcpy(buf + i, &v, len - i < 8 ? len - i : 8);
 	}
