@@ -35,7 +35,7 @@ bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(persist-mks) && \
 
 bench: all $(bench-progs)
 	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
-		$(if $(BENCH_ONLY),--only '$(BENCH_ONLY)') \
+		$(if $(BENCH_ONLY),--only '$(value BENCH_ONLY)') \
 		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) --out $(srctree)/bench/results
 	$(Q)$(if $(bench-persist-defined),$(MAKE) -f $(srctree)/Makefile O=$(O) \
 		$(if $(QUICK),QUICK=$(QUICK)) bench-persist)

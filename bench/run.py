@@ -180,10 +180,8 @@ QUICK, FULL, HEADLINE = 0, 1, 2
 def micro_configs(bindir, threads, mode, pin_all, only):
     maxs = MAX_SECS[mode]
     qi = mode
-    # pinned twins: everything threaded in full mode, the cross-thread
-    # workloads only in quick mode
-    pinned = (lambda b: b != "large") if pin_all else \
-        (lambda b: b in ("larson", "mstress"))
+    # pinned twins: everything threaded in full mode, larson only in quick
+    pinned = (lambda b: b != "large") if pin_all else (lambda b: b == "larson")
     out = []
 
     def add(bench, param, extra, ts):
