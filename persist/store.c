@@ -18,7 +18,7 @@
  *    the records since, and replaying every record from ckpt_seq (absolute writes, in order)
  *    gives the state after the last durable record, whatever subset of in-place writes landed;
  *  - each record carries synced_before (every record below it was durable when it was
- *    written): a bad record followed by a good one whose synced_before is beyond it is
+ *    appended): a bad record followed by a good one whose synced_before is beyond it is
  *    corruption of synced data, not a torn tail, and open refuses the file;
  *  - reads see every appended record (disk, then the in-flight batch, then the pending one).
  *
