@@ -8,7 +8,7 @@
 #                             RSS curves, each under glibc, mimalloc and sefer in one run
 
 pol-configs := all-on numa-bind
-pol-set-all-on := POLICY_FASTBIN=y POLICY_NUMA=y POLICY_LARGE_CACHE=y
+pol-set-all-on := DECOMMIT=y POLICY_FASTBIN=y POLICY_NUMA=y POLICY_LARGE_CACHE=y
 pol-set-numa-bind := POLICY_NUMA=y NUMA_BIND=y POLICY_FASTBIN=n
 
 ifeq ($(CONFIG_BACKEND_LINUX),y)
