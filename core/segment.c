@@ -183,7 +183,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 void segment_free(struct heap *heap, struct segment *seg)
 {
 	list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
-	if (heap->ncache < CONFIG_SEGMENT_CACHE && heap->live) {
+	if (CONFIG_SEGMENT_CACHE > 0 && heap->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE && heap->live) {
 		if (IS_ENABLED(CONFIG_DECOMMIT))
 			purge_slots(seg, seg->dirty_pages);
 		seg->purge_at = 0;
