@@ -183,7 +183,12 @@ void pio_crash(void)
 
 bool pio_crashed(void)
 {
-	return crashed;
+	bool c;
+
+	pthread_mutex_lock(&io_lock);
+	c = crashed;
+	pthread_mutex_unlock(&io_lock);
+	return c;
 }
 
 uint64_t pio_calls(void)

@@ -68,7 +68,9 @@ unsigned seg_list(uint64_t bsize)
 {
 	unsigned c = seg_class(bsize);
 
-	return c < OVERSIZE && seg_class_size(c) > bsize ? c - 1 : c == OVERSIZE ? OVERSIZE : c;
+	if (c == OVERSIZE || seg_class_size(c) == bsize)
+		return c;
+	return c - 1;		/* class c would promise more than bsize */
 }
 
 static struct seg *S(struct palloc *pa)
