@@ -115,9 +115,8 @@ void pstore_tx_abort(struct pstore *s)
 	pthread_mutex_unlock(&s->tx_lock);
 }
 
-/* Write the flight batch: checkpoint if the log is full, log write, sync, in place. */
-static int write_batch(struct pstore *s, uint64_t durable_len,
-		       uint64_t max_len)
+/* Make the flight batch durable: checkpoint if the log is full, grow, log write, sync. */
+static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 {
 	struct precbuf *b = &s->flight;
 	int r = 0;
@@ -141,8 +140,13 @@ static int write_batch(struct pstore *s, uint64_t durable_len,
 	s->wal_pos += b->len;
 	r = pio_sync(s->f);
 	s->syncs++;
-	if (r)
-		return r;
+	return r;
+}
+
+/* Write the (durable) flight batch in place. */
+static int apply_batch(struct pstore *s)
+{
+	struct precbuf *b = &s->flight;
 	struct apply_ctx ac = { .s = s, .paged = b->nrec * 3 > PAGED_ENTRIES };
 
 	for (size_t p = 0; p < b->len && !ac.err;) {
@@ -204,11 +208,22 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 		int r = write_batch(s, dl, ml);
 
 		pthread_mutex_lock(&s->lock);
-		if (r)
+		if (r) {
 			s->err = r;
-		else {
+		} else {
+			/*
+			 * Durable: its writers may return now (their reads overlay `flight`
+			 * until it is in place); the leader still owns flight while it writes
+			 * it in place, and the next batch waits for that.
+			 */
 			s->durable_seq = s->flight.first_seq + s->flight.nrec;
 			s->durable_len = nl;
+			pthread_cond_broadcast(&s->done);
+			pthread_mutex_unlock(&s->lock);
+			r = apply_batch(s);
+			pthread_mutex_lock(&s->lock);
+			if (r && !s->err)
+				s->err = r;
 		}
 		s->flight.len = 0;
 		s->flight.nrec = 0;
