@@ -204,7 +204,8 @@ include $(srctree)/selftest/selftest.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
-		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll
+		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll \
+		$(objtree)/sefer-pstore $(objtree)/ptmp
 distclean:
 	$(Q)rm -rf $(objtree)
 help:
