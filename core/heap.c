@@ -153,18 +153,7 @@ void heap_abandon(struct heap *heap)
 		queue_push_back(&heap->bins[pg->bin], pg);
 	}
 	policy_heap_exit_all(heap);
-	for (unsigned bin = 1; bin < NBINS; bin++) {
-		struct page *pg, *next;
-
-		for (pg = heap->bins[bin].first; pg; pg = next) {
-			next = pg->next;
-			page_collect(pg);
-			if (pg->used == 0) {
-				queue_remove(&heap->bins[bin], pg);
-				span_free(heap, pg);
-			}
-		}
-	}
+	heap_release_empty(heap);
 	while (heap->cache) {
 		struct segment *seg = heap->cache;
 

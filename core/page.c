@@ -333,10 +333,9 @@ found:
 	return pg;
 }
 
-/* Collect every page's frees, release empty pages, purge (all pending with force). */
-void heap_collect(struct heap *heap, bool force)
+/* Collect every queued page's frees and give back the pages that are empty. */
+void heap_release_empty(struct heap *heap)
 {
-	heap_drain_delayed(heap);
 	for (unsigned bin = 1; bin < NBINS; bin++) {
 		struct page *pg, *next;
 
@@ -350,6 +349,13 @@ void heap_collect(struct heap *heap, bool force)
 		}
 		heap_direct_update(heap, bin);
 	}
+}
+
+/* Collect every page's frees, release empty pages, purge (all pending with force). */
+void heap_collect(struct heap *heap, bool force)
+{
+	heap_drain_delayed(heap);
+	heap_release_empty(heap);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
 		heap_purge_due(heap, force);
 }
