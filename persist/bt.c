@@ -323,27 +323,18 @@ static int bt_create(struct palloc *pa)
 }
 
 struct bt_walk {
+	struct pt_walk pt;
 	struct palloc *pa;
-	struct sefer_pverify *v;
 	bool build;
-	int (*fn)(void *, uint64_t, uint64_t);
-	void *arg;
 };
 
 static int bt_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 {
 	struct bt_walk *w = arg;
+	int r;
 
-	if (w->fn)
-		return used ? w->fn(w->arg, b + 8, size - 16) : 0;
-	w->v->blocks++;
-	if (used) {
-		w->v->used_blocks++;
-		w->v->used_bytes += size;
-		return 0;
-	}
-	w->v->free_blocks++;
-	w->v->free_bytes += size;
+	if (pt_walk_block(&w->pt, b, size, used, &r))
+		return r;
 	if (w->build)
 		return tree_insert(T(w->pa), size, b);
 	/* verify: the tree must hold it */
@@ -352,8 +343,8 @@ static int bt_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 	while (c && (c->size != size || c->off != b))
 		c = less(size, b, c->size, c->off) ? c->l : c->r;
 	if (!c) {
-		w->v->orphans++;
-		snprintf(w->v->msg, sizeof(w->v->msg), "free block %llu is not in the tree",
+		w->pt.v->orphans++;
+		snprintf(w->pt.v->msg, sizeof(w->pt.v->msg), "free block %llu is not in the tree",
 			 (unsigned long long)b);
 	}
 	return 0;
@@ -361,7 +352,7 @@ static int bt_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 
 static int bt_verify(struct palloc *pa, struct sefer_pverify *v)
 {
-	struct bt_walk w = { .pa = pa, .v = v };
+	struct bt_walk w = { .pt.v = v, .pa = pa };
 	int r = pt_walk(pa, bt_walk_fn, &w, v->msg, sizeof(v->msg));
 
 	if (!r && (v->orphans || T(pa)->n != v->free_blocks)) {
@@ -377,7 +368,7 @@ static int bt_verify(struct palloc *pa, struct sefer_pverify *v)
 static int bt_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 {
 	struct sefer_pverify v = { 0 };
-	struct bt_walk w = { .pa = pa, .v = &v, .build = true };
+	struct bt_walk w = { .pt.v = &v, .pa = pa, .build = true };
 	int r;
 
 	pa->priv = calloc(1, sizeof(struct bt));
@@ -397,7 +388,7 @@ static int bt_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 static int bt_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg)
 {
 	struct sefer_pverify v = { 0 };
-	struct bt_walk w = { .pa = pa, .v = &v, .fn = fn, .arg = arg };
+	struct bt_walk w = { .pt = { &v, fn, arg }, .pa = pa };
 
 	return pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
 }

@@ -295,34 +295,17 @@ static int ff_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	return r;
 }
 
-struct ff_walk {
-	struct sefer_pverify *v;
-	uint64_t *free_b;
-	size_t n, cap;
-	int (*fn)(void *, uint64_t, uint64_t);
-	void *arg;
-};
-
 static int ff_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 {
-	struct ff_walk *w = arg;
+	int r;
 
-	if (w->fn)
-		return used ? w->fn(w->arg, b + 8, size - 16) : 0;
-	w->v->blocks++;
-	if (used) {
-		w->v->used_blocks++;
-		w->v->used_bytes += size;
-		return 0;
-	}
-	w->v->free_blocks++;
-	w->v->free_bytes += size;
-	return 0;
+	pt_walk_block(arg, b, size, used, &r);
+	return r; /* a free block needs no check here: ff_verify walks the list itself */
 }
 
 static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 {
-	struct ff_walk w = { .v = v };
+	struct pt_walk w = { .v = v };
 	int r = pt_walk(pa, ff_walk_fn, &w, v->msg, sizeof(v->msg));
 	uint64_t n = 0, prev = 0, p, nx, hv;
 
@@ -357,7 +340,7 @@ static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 static int ff_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg)
 {
 	struct sefer_pverify v = { 0 };
-	struct ff_walk w = { .v = &v, .fn = fn, .arg = arg };
+	struct pt_walk w = { .v = &v, .fn = fn, .arg = arg };
 
 	return pt_walk(pa, ff_walk_fn, &w, v.msg, sizeof(v.msg));
 }

@@ -248,6 +248,18 @@ void pt_set(struct palloc *pa, uint64_t b, uint64_t size, bool used);	/* header 
 int pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv);	/* -ENOENT: first */
 int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v);
 /* Walk the arena checking tags; fn(arg, b, size, used) non-zero stops. msg: first problem. */
+/* What both boundary-tag allocators' walk callbacks share (tags.c). */
+struct pt_walk {
+	struct sefer_pverify *v;
+	int (*fn)(void *, uint64_t, uint64_t); /* walking for sefer_pwalk: used blocks */
+	void *arg;
+};
+/*
+ * Hand a used block to w->fn when walking for the user, else count the block in w->v.
+ * Returns true when the block is handled (*ret is the callback's result), false for a free
+ * block during verification, which the allocator then checks against its own index.
+ */
+bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret);
 int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
 	    char *msg, size_t mlen);
 

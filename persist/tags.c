@@ -84,6 +84,25 @@ int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v)
 	return *v & PB_USED ? 0 : -EINVAL;
 }
 
+bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
+{
+	*ret = 0;
+	if (w->fn) {
+		if (used)
+			*ret = w->fn(w->arg, b + 8, size - 16);
+		return true;
+	}
+	w->v->blocks++;
+	if (used) {
+		w->v->used_blocks++;
+		w->v->used_bytes += size;
+		return true;
+	}
+	w->v->free_blocks++;
+	w->v->free_bytes += size;
+	return false;
+}
+
 int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
 	    char *msg, size_t mlen)
 {
