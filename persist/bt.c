@@ -393,13 +393,6 @@ static int bt_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_
 	return pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
 }
 
-static int bt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
-{
-	*merged = *trimmed = 0;	/* merging and trimming happen at every free */
-	pa->seq = 0;
-	return 0;
-}
-
 static void bt_stats(struct palloc *pa, struct sefer_pstats *st)
 {
 	struct sefer_pverify v = { 0 };
@@ -432,7 +425,7 @@ const struct sefer_palloc_ops pa_bestfit_ops = {
 	.usable = bt_usable,
 	.verify = bt_verify,
 	.walk = bt_walk_blocks,
-	.compact = bt_compact,
+	.compact = pt_compact,
 	.stats = bt_stats,
 	.close = bt_close,
 };

@@ -345,13 +345,6 @@ static int ff_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_
 	return pt_walk(pa, ff_walk_fn, &w, v.msg, sizeof(v.msg));
 }
 
-static int ff_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
-{
-	*merged = *trimmed = 0;	/* merging and trimming happen at every free */
-	pa->seq = 0;
-	return 0;
-}
-
 static void ff_stats(struct palloc *pa, struct sefer_pstats *st)
 {
 	struct sefer_pverify v = { 0 };
@@ -383,7 +376,7 @@ const struct sefer_palloc_ops pa_firstfit_ops = {
 	.usable = ff_usable,
 	.verify = ff_verify,
 	.walk = ff_walk_blocks,
-	.compact = ff_compact,
+	.compact = pt_compact,
 	.stats = ff_stats,
 	.close = ff_close,
 };

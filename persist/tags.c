@@ -84,6 +84,13 @@ int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v)
 	return *v & PB_USED ? 0 : -EINVAL;
 }
 
+int pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
+{
+	*merged = *trimmed = 0;
+	pa->seq = 0;
+	return 0;
+}
+
 bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
 {
 	*ret = 0;
