@@ -31,7 +31,7 @@ static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, s
 {
 	pg->free = block_next(pg, b);
 	pg->used++;
-	live_set(segment_of(b), b);
+	live_set_pg(pg, b);
 	heap_stat_inc(heap, mallocs);
 	return b;
 }
@@ -68,7 +68,7 @@ static always_inline void sefer_free_inline(void *p)
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
-		if (likely(!pg->flags && live_clear(seg, b))) {
+		if (likely(!pg->flags && live_clear_pg(pg, b))) {
 			if (policy_small_free(heap, pg, p))
 				return;
 			heap_stat_inc(heap, frees);

@@ -254,6 +254,7 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	pg->span = (uint8_t)n;
 	pg->index = (uint8_t)idx;
 	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
+	pg->live_base = page_live_base(seg);
 	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
 		list_remove(&heap->segments, seg);
 		seg->has_space = false;

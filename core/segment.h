@@ -63,6 +63,7 @@ struct page {
 	uint8_t in_queue;
 	uint8_t pad_;
 	uint8_t *start;
+	uintptr_t live_base; /* live_bits word of p is at live_base + (p >> 10) * 8 */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
@@ -70,6 +71,9 @@ struct page {
 	struct page *next, *prev;		       /* bin queue or full queue */
 	uint64_t empty_since;			       /* ms when used dropped to 0 */
 } cacheline_aligned;
+
+_Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
+	       "the owner's fields of struct page must fit its first cache line");
 
 enum segment_kind { SEG_SMALL = 1, SEG_LARGE = 2 };
 
@@ -214,6 +218,48 @@ static inline size_t large_block_offset(size_t align)
 	size_t a = align > CACHELINE ? align : CACHELINE;
 
 	return align_up(__builtin_offsetof(struct segment, pages), a);
+}
+
+/*
+ * The same two for a block of a page in use, through pg->live_base: on the fast paths the page
+ * is at hand and its first cache line is hot, so the bitmap word is one shift and one add.
+ */
+static always_inline void live_set_pg(const struct page *pg, const void *p)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	_Atomic(uint64_t) *w =
+		(_Atomic(uint64_t) *)(pg->live_base + (((uintptr_t)p >> (GRANULE_SHIFT + 6)) << 3));
+
+	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) |
+				      (1ULL << (((uintptr_t)p >> GRANULE_SHIFT) & 63)),
+			      memory_order_relaxed);
+#endif
+}
+
+static always_inline bool live_clear_pg(const struct page *pg, const void *p)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	_Atomic(uint64_t) *w =
+		(_Atomic(uint64_t) *)(pg->live_base + (((uintptr_t)p >> (GRANULE_SHIFT + 6)) << 3));
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+	uint64_t m = 1ULL << (((uintptr_t)p >> GRANULE_SHIFT) & 63);
+
+	if (unlikely(!(v & m)))
+		return false;
+	atomic_store_explicit(w, v ^ m, memory_order_relaxed);
+#endif
+	return true;
+}
+
+/* pg->live_base for a span of seg (set when the span is handed out). */
+static inline uintptr_t page_live_base(struct segment *seg)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	return (uintptr_t)seg->live_bits - (((uintptr_t)seg >> (GRANULE_SHIFT + 6)) << 3);
+#else
+	(void)seg;
+	return 0;
+#endif
 }
 
 /* segment.c */
