@@ -123,8 +123,10 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
 
-	if (!c->count)
+	if (!c->count) {
+		c->misses++; /* a request the cache could not serve, empty or not */
 		return NULL;
+	}
 	decay(c);
 	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
 	for (struct segment *s = c->tail; s; s = s->prev) {
