@@ -96,6 +96,16 @@ int child_main(const char *mode)
 		sefer_free(p);
 		return 0;
 	}
+	if (!strcmp(mode, "corrupt-link")) {
+		/* a use-after-free write over a free block's link, then allocate until it is used */
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		sefer_free(p);
+		memset(p, 0x41, 8);
+		for (int i = 0; i < 100000; i++)
+			sefer_malloc(64);
+		return 0; /* not reached with CONFIG_HARDENED */
+	}
 	if (!strcmp(mode, "bad-env")) {
 		p = sefer_malloc(10);
 		sefer_free(p);
@@ -221,6 +231,15 @@ START_TEST(warn_mode_continues)
 }
 END_TEST
 
+START_TEST(corrupt_link_detected)
+{
+	int st = run_child("corrupt-link", NULL, out, sizeof(out));
+
+	ck_assert_msg(strstr(out, "sefer: heap corruption: free-list link overwritten"), "%s", out);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d: %s", st, out);
+}
+END_TEST
+
 START_TEST(bad_env_named)
 {
 	static const char *const env[] = { "SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe",
@@ -269,6 +288,8 @@ Suite *process_suite(void)
 	}
 	tcase_add_test(tc, invalid_free_aborts);
 	tcase_add_test(tc, large_double_free_aborts);
+	if (IS_ENABLED(CONFIG_HARDENED))
+		tcase_add_test(tc, corrupt_link_detected);
 	tcase_add_test(tc, bad_env_named);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, out_of_memory);
