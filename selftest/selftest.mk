@@ -91,7 +91,7 @@ check-warnings:
 			all test-bins >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
 
 # ---- alternate configurations run the whole unit suite and the stress test
-alt-configs := linux_min hardened
+alt-configs := linux_min hardened small_segments
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += $(addprefix check-config-,$(alt-configs))
 endif
