@@ -304,15 +304,6 @@ static int bt_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 	return pa_commit(pa);
 }
 
-static uint64_t bt_usable(struct palloc *pa, uint64_t off)
-{
-	uint64_t b, v;
-
-	if (pt_user_block(pa, off, &b, &v))
-		return 0;
-	return pb_size(v) - 16;
-}
-
 static int bt_create(struct palloc *pa)
 {
 	pa->priv = calloc(1, sizeof(struct bt));
@@ -422,7 +413,7 @@ const struct sefer_palloc_ops pa_bestfit_ops = {
 	.alloc = bt_alloc,
 	.realloc = bt_realloc,
 	.free = bt_free,
-	.usable = bt_usable,
+	.usable = pt_usable,
 	.verify = bt_verify,
 	.walk = bt_walk_blocks,
 	.compact = pt_compact,

@@ -255,15 +255,6 @@ static int ff_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 	return FF_OP(pa, do_realloc(pa, off, size, newoff));
 }
 
-static uint64_t ff_usable(struct palloc *pa, uint64_t off)
-{
-	uint64_t b, v;
-
-	if (pt_user_block(pa, off, &b, &v))
-		return 0;
-	return pb_size(v) - 16;
-}
-
 static int ff_create(struct palloc *pa)
 {
 	pa->priv = calloc(1, sizeof(struct ff));
@@ -373,7 +364,7 @@ const struct sefer_palloc_ops pa_firstfit_ops = {
 	.alloc = ff_alloc,
 	.realloc = ff_realloc,
 	.free = ff_free,
-	.usable = ff_usable,
+	.usable = pt_usable,
 	.verify = ff_verify,
 	.walk = ff_walk_blocks,
 	.compact = pt_compact,

@@ -260,6 +260,8 @@ struct pt_walk {
  * block during verification, which the allocator then checks against its own index.
  */
 bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret);
+/* usable() of the boundary-tag allocators: the block's size less its two tags. */
+uint64_t pt_usable(struct palloc *pa, uint64_t off);
 /* compact() of the boundary-tag allocators: they merge and trim at every free already. */
 int pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
 int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,

@@ -84,6 +84,15 @@ int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v)
 	return *v & PB_USED ? 0 : -EINVAL;
 }
 
+uint64_t pt_usable(struct palloc *pa, uint64_t off)
+{
+	uint64_t b, v;
+
+	if (pt_user_block(pa, off, &b, &v))
+		return 0;
+	return pb_size(v) - 16;
+}
+
 int pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 {
 	*merged = *trimmed = 0;
