@@ -3,11 +3,9 @@
  * The portable unit-test runner: the selftest/unit/ suites built against the Check stand-in
  * (check.h), for targets without Check (Windows under wine, aarch64 under qemu-user).
  *
- * It provides what selftest/unit/main.c provides for the native build, portably:
- * rss_bytes() and run_child(). On POSIX a child is this binary re-executed, through the
- * command in SEFER_TEST_EXEC when set (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu": an
- * emulated process cannot exec a foreign binary by itself). On Windows the child is started
- * with CreateProcess and its exit code stands in for the wait status (see unit-win32.h).
+ * On POSIX, rss_bytes() and run_child() come from selftest/unit/child.c, as for the native
+ * build. On Windows they are here: the child is started with CreateProcess and its exit code
+ * stands in for the wait status (see unit-win32.h).
  *
  * Prints one line per test and ends with "N passed, N failed"; exit status 1 on any failure.
  */
@@ -19,9 +17,6 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 #include <psapi.h>
-#else
-#include <sys/wait.h>
-#include <unistd.h>
 #endif
 
 #include "unit.h"
@@ -30,9 +25,9 @@
 Suite *win32_suite(void);
 #endif
 
+#ifdef _WIN32
 static const char *self_path;
 
-#ifdef _WIN32
 size_t rss_bytes(void)
 {
 	PROCESS_MEMORY_COUNTERS pmc;
@@ -93,64 +88,6 @@ int run_child(const char *mode, const char *const *env, char *buf, size_t len)
 	CloseHandle(rd);
 	return ok ? (int)code : -1;
 }
-#else
-size_t rss_bytes(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, rss = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &rss) != 2)
-			rss = 0;
-		fclose(f);
-	}
-	return rss * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-int run_child(const char *mode, const char *const *env, char *buf, size_t len)
-{
-	const char *exec = getenv("SEFER_TEST_EXEC");
-	char prefix[512];
-	char *argv[32];
-	int pfd[2], status = -1, argc = 0;
-	pid_t pid;
-	size_t got = 0;
-
-	if (exec && *exec) {
-		snprintf(prefix, sizeof(prefix), "%s", exec);
-		for (char *t = strtok(prefix, " "); t && argc < 28; t = strtok(NULL, " "))
-			argv[argc++] = t;
-	}
-	argv[argc++] = (char *)self_path;
-	argv[argc++] = (char *)"--child";
-	argv[argc++] = (char *)mode;
-	argv[argc] = NULL;
-	if (pipe(pfd))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		for (; env && *env; env++)
-			putenv((char *)*env);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	for (;;) {
-		ssize_t r = read(pfd[0], buf + got, len - 1 - got);
-
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		if (got >= len - 1)
-			break;
-	}
-	buf[got] = '\0';
-	close(pfd[0]);
-	waitpid(pid, &status, 0);
-	return status;
-}
 #endif
 
 static const struct {
@@ -176,7 +113,7 @@ int main(int argc, char **argv)
 
 	self_path = GetModuleFileNameA(NULL, path, sizeof(path)) ? path : argv[0];
 #else
-	self_path = argv[0];
+	unit_self_path = argv[0];
 #endif
 	if (argc == 3 && !strcmp(argv[1], "--child"))
 		return child_main(argv[2]);

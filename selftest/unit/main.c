@@ -3,58 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "unit.h"
-
-static const char *self_path;
-
-size_t rss_bytes(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, rss = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &rss) != 2)
-			rss = 0;
-		fclose(f);
-	}
-	return rss * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-int run_child(const char *mode, const char *const *env, char *buf, size_t len)
-{
-	int pfd[2], status = -1;
-	pid_t pid;
-	size_t got = 0;
-
-	if (pipe(pfd))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		for (; env && *env; env++)
-			putenv((char *)*env);
-		execl(self_path, self_path, "--child", mode, (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	for (;;) {
-		ssize_t r = read(pfd[0], buf + got, len - 1 - got);
-
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		if (got >= len - 1)
-			break;
-	}
-	buf[got] = '\0';
-	close(pfd[0]);
-	waitpid(pid, &status, 0);
-	return status;
-}
 
 static const struct {
 	const char *name;
@@ -72,7 +22,7 @@ int main(int argc, char **argv)
 	SRunner *sr;
 	int failed;
 
-	self_path = argv[0];
+	unit_self_path = argv[0];
 	if (argc == 3 && !strcmp(argv[1], "--child"))
 		return child_main(argv[2]);
 	sr = srunner_create(NULL);

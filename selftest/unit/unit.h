@@ -28,6 +28,8 @@ size_t rss_bytes(void);
  * status. The child runs child_main() (main.c) which dispatches on mode.
  */
 int run_child(const char *mode, const char *const *env, char *buf, size_t len);
+/* argv[0] of this test binary, for run_child() (set by main). */
+extern const char *unit_self_path;
 int child_main(const char *mode);
 
 #endif
