@@ -4,7 +4,8 @@
  *
  * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
  * the builder from pstore_tx_begin to pstore_tx_end) before lock. The leader does its I/O
- * without lock; `flight` belongs to it until it clears it under lock.
+ * without lock; `flight` belongs to it until it has applied it to the page cache and cleared
+ * it, under lock.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -115,13 +116,16 @@ void pstore_tx_abort(struct pstore *s)
 	pthread_mutex_unlock(&s->tx_lock);
 }
 
-/* Make the flight batch durable: checkpoint if the log is full, grow, log write, sync. */
+/*
+ * Make the flight batch durable: checkpoint if the log or the page cache is full, grow the
+ * file, write the batch to the log, sync. The leader, without lock.
+ */
 static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 {
 	struct precbuf *b = &s->flight;
 	int r = 0;
 
-	if (s->wal_pos + b->len > s->wal_size) {
+	if (s->wal_pos + b->len > s->wal_size || s->cache.n > s->cache_max) {
 		r = pstore_checkpoint(s, b->first_seq, durable_len, 0);
 		if (r)
 			return r;
@@ -143,20 +147,19 @@ static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 	return r;
 }
 
-/* Write the (durable) flight batch in place. */
+/* Apply the (durable) flight batch to the page cache. Called with lock held. */
 static int apply_batch(struct pstore *s)
 {
 	struct precbuf *b = &s->flight;
-	struct apply_ctx ac = { .s = s, .paged = b->nrec * 3 > PAGED_ENTRIES };
 
-	for (size_t p = 0; p < b->len && !ac.err;) {
+	for (size_t p = 0; p < b->len && !s->cache.err; ) {
 		struct rec h;
 
 		memcpy(&h, b->p + p, REC_HDR);
-		prec_entries(b->p + p, &h, papply_fn, &ac);
+		prec_entries(b->p + p, &h, pcache_apply_entry, s);
 		p += h.len;
 	}
-	return papply_flush(&ac);
+	return s->cache.err;
 }
 
 /* Lead or follow until record `seq` is durable. Called with lock held. */
@@ -216,14 +219,16 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 			 * until it is in place); the leader still owns flight while it writes
 			 * it in place, and the next batch waits for that.
 			 */
-			s->durable_seq = s->flight.first_seq + s->flight.nrec;
-			s->durable_len = nl;
-			pthread_cond_broadcast(&s->done);
-			pthread_mutex_unlock(&s->lock);
+			/*
+			 * Durable: into the page cache (memory; a page's first change reads it),
+			 * then its writers may return. A failed apply poisons the store, but the
+			 * batch's records are durable and their operations done.
+			 */
 			r = apply_batch(s);
-			pthread_mutex_lock(&s->lock);
 			if (r && !s->err)
 				s->err = r;
+			s->durable_seq = s->flight.first_seq + s->flight.nrec;
+			s->durable_len = nl;
 		}
 		s->flight.len = 0;
 		s->flight.nrec = 0;
@@ -341,7 +346,7 @@ int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
 	int r;
 
 	pthread_mutex_lock(&s->lock);
-	r = pio_read(s->f, buf, len, s->data_off + off);
+	r = pcache_read(&s->cache, s, off, buf, len);
 	if (!r) {
 		overlay(&s->flight, &c);
 		overlay(&s->pend, &c);

@@ -75,6 +75,31 @@ int pio_lock(sefer_file_t f);
 #define PSTORE_WAL_OFF 4096
 #define PSTORE_VERSION 1
 
+/*
+ * pcache.c: payload pages changed by durable records since the last checkpoint, written in
+ * place only at the next checkpoint (open addressing on page number + 1, 0 = empty).
+ */
+#define PCACHE_PAGE 4096u
+struct pcache {
+	uint64_t *key;
+	uint8_t **page;
+	size_t cap, n;
+	int err;		/* sticky error of pcache_apply (a failed read, no memory) */
+};
+
+struct pstore;
+const uint8_t *pcache_find(const struct pcache *c, uint64_t pg);
+/* Write len bytes at payload offset off into the cache (pages read from disk on first use). */
+void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *data,
+		  uint64_t len);
+/* prec_entries callback: pcache_apply into the store's own cache (arg: the store). */
+void pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len);
+/* Payload bytes [off, off + len): cached pages from memory, the others from disk. */
+int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf, size_t len);
+/* Write every cached page in place, in file order (unsynced); grows s->file_len to cover. */
+int pcache_write_back(const struct pcache *c, struct pstore *s);
+void pcache_drop(struct pcache *c);
+
 struct precbuf {		/* a growable byte buffer of log records */
 	uint8_t *p;
 	size_t len, cap;
@@ -95,7 +120,9 @@ struct pstore {
 	struct precbuf tx;		/* the record being built by the caller holding tx_lock */
 	uint64_t pend_max_len, pend_last_len;	/* largest / last new_len in pend */
 	uint64_t next_seq;		/* seq of the next record */
-	uint64_t durable_seq;		/* every record < durable_seq is synced and in place */
+	uint64_t durable_seq;		/* every record < durable_seq is synced and in cache */
+	struct pcache cache;		/* their pages, until the next checkpoint */
+	size_t cache_max;		/* more cached pages than this: checkpoint */
 	uint64_t len, durable_len;	/* payload length: latest / as of durable_seq */
 	_Atomic uint64_t file_len;	/* bytes the file has (it may be longer than needed) */
 	uint64_t wal_pos, ckpt_seq;
@@ -124,7 +151,7 @@ int pstore_close(struct pstore *s, bool clean);
  * Building a record: the caller serialises tx_begin..tx_end (the allocator's lock).
  * tx_word/tx_blob add absolute writes; tx_len sets the payload length after the record.
  * tx_end appends it and gives its seq (0 when the record is empty); pstore_wait(seq) returns
- * once that record is synced and written in place (or the store failed).
+ * once that record is synced and applied to the page cache (or the store failed).
  */
 void pstore_tx_begin(struct pstore *s);
 void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val);

@@ -4,23 +4,30 @@
  *
  * File: [header, one 512-byte sector][zero to 4 KiB][log: wal_size bytes][payload]. Every
  * change to the payload, its length included, is a log record of absolute writes. A record is
- * durable when the leader has written its batch to the log and synced; then the leader writes
- * the batch in place (unsynced). A full log is checkpointed: sync (in-place writes durable),
- * header := {ckpt_seq, committed length}, sync; the log restarts at its beginning. Open replays
- * the records from ckpt_seq on (checksummed, consecutive seq) in place, then checkpoints and
- * trims the file to the committed length.
+ * durable when the leader has written its batch to the log and synced; then the leader applies
+ * the batch to the page cache (pcache.c: memory). A full log or a full cache is checkpointed:
+ * write the cached pages in place, sync, header := {ckpt_seq, committed length}, sync; the
+ * cache empties and the log restarts at its beginning. Open replays the records from ckpt_seq
+ * on (checksummed, consecutive seq) into the cache, then (pstore_finish_open) checkpoints and
+ * trims the file to the committed length, rounded up to a page.
  *
  * Invariants:
  *  - records are numbered consecutively; durable_seq only grows; a record is written to the log
  *    only after every earlier record is durable, so at a crash only the last batch can be
  *    partly on disk, in any subset of its writes;
- *  - the payload on disk equals the checkpoint image plus the in-place writes of a prefix of
- *    the records since, and replaying every record from ckpt_seq (absolute writes, in order)
- *    gives the state after the last durable record, whatever subset of in-place writes landed;
+ *  - the payload on disk is the checkpoint image, except while a checkpoint writes the cache
+ *    back, when any subset of pages may hold the newer state; replaying every record from
+ *    ckpt_seq (absolute writes, in order) gives the state after the last durable record
+ *    either way, since every byte a page write can change was written by such a record;
+ *  - the payload as of durable_seq is the disk under the page cache; reads add the in-flight
+ *    and pending batches on top;
+ *  - file_len is a multiple of the page size once open is finished, and covers every page
+ *    a record touched (write_batch grows it before the batch is applied);
  *  - each record carries synced_before (every record below it was durable when it was
  *    appended): a bad record followed by a good one whose synced_before is beyond it is
  *    corruption of synced data, not a torn tail, and open refuses the file;
- *  - reads see every appended record (disk, then the in-flight batch, then the pending one).
+ *  - reads see every appended record (disk, cache, then the in-flight batch, then the
+ *    pending one).
  *
  * Lock order: tx_lock (record building; held by the caller from tx_begin to tx_end) before
  * lock (pend, flight, seqs, lengths, the leader flag, err). The leader does its I/O without
@@ -73,8 +80,21 @@ static void init_common(struct pstore *s)
 	s->f = SEFER_FILE_INVALID;
 }
 
+/* The log size and what follows from it: where the payload starts, how many pages to cache. */
+static void set_wal_size(struct pstore *s, uint64_t wal_size)
+{
+	s->wal_size = wal_size;
+	s->data_off = PSTORE_WAL_OFF + wal_size;
+	s->cache_max = wal_size / 1024;		/* 1 MiB log: 1024 pages (4 MiB) */
+	if (s->cache_max < 64)
+		s->cache_max = 64;
+	if (s->cache_max > 4096)
+		s->cache_max = 4096;
+}
+
 static void free_common(struct pstore *s)
 {
+	pcache_drop(&s->cache);
 	free(s->pend.p);
 	free(s->flight.p);
 	free(s->tx.p);
@@ -130,10 +150,13 @@ int pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 	return r;
 }
 
-/* sync, header := (ckpt_seq, len, flags), sync. Leader or exclusive owner only. */
+/* write back, sync, header := (ckpt_seq, len, flags), sync. Leader or exclusive owner only. */
 int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
 {
-	int r = pio_sync(s->f);
+	int r = pcache_write_back(&s->cache, s);
+
+	if (!r)
+		r = pio_sync(s->f);
 
 	if (!r) {
 		s->ckpt_count++;
@@ -145,6 +168,9 @@ int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_
 	if (!r) {
 		s->ckpt_seq = ckpt_seq;
 		s->wal_pos = 0;
+		pthread_mutex_lock(&s->lock);	/* readers look at the cache under lock */
+		pcache_drop(&s->cache);
+		pthread_mutex_unlock(&s->lock);
 	}
 	return r;
 }
@@ -154,8 +180,7 @@ int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *e
 	int r;
 
 	init_common(s);
-	s->wal_size = (wal_size + 4095) & ~4095ULL;
-	s->data_off = PSTORE_WAL_OFF + s->wal_size;
+	set_wal_size(s, (wal_size + 4095) & ~4095ULL);
 	s->f = pio_open(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
 	if (s->f < 0) {
 		r = (int)s->f;
@@ -251,7 +276,6 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	struct shdr h;
 	int64_t fsz;
 	struct wal_rd w = { .s = s };
-	struct apply_ctx ac = { .s = s };
 	int r;
 
 	init_common(s);
@@ -305,8 +329,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		     (unsigned long long)h.wal_size);
 		goto fail;
 	}
-	s->wal_size = h.wal_size;
-	s->data_off = PSTORE_WAL_OFF + h.wal_size;
+	set_wal_size(s, h.wal_size);
 	if ((uint64_t)fsz < s->data_off + h.committed_len) {
 		emsg(err, elen, "%s: committed length %llu is beyond the end of the file (%lld bytes "
 		     "of payload)", path, (unsigned long long)h.committed_len,
@@ -321,12 +344,12 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	info->clean = h.flags & HDR_CLEAN;
 
 	/*
-	 * Read the log through a window: the valid prefix from ckpt_seq is gathered into pages
-	 * (nothing written yet), then the rest of the log is searched for a record that proves
-	 * a synced record bad. Only then is anything written.
+	 * Read the log through a window: the valid prefix from ckpt_seq is applied to the page
+	 * cache (nothing written), then the rest of the log is searched for a record that proves
+	 * a synced record bad. The file is first written by pstore_finish_open, once the
+	 * allocator has accepted the image too.
 	 */
-	ac.paged = true;
-	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len, max_len = len;
+	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len;
 	const uint8_t *rp;
 	struct rec rh;
 
@@ -337,10 +360,8 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 			     (unsigned long long)seq);
 			goto fail;
 		}
-		prec_entries(rp, &rh, papply_fn, &ac);
+		prec_entries(rp, &rh, pcache_apply_entry, s);
 		len = rh.new_len;
-		if (len > max_len)
-			max_len = len;
 		pos += rh.len;
 		seq++;
 	}
@@ -365,20 +386,9 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		     (unsigned long long)rh.seq);
 		goto fail;
 	}
-	if (w.err || ac.err) {
-		r = w.err ? w.err : ac.err;
+	if (w.err || s->cache.err) {
+		r = w.err ? w.err : s->cache.err;
 		emsg(err, elen, "%s: cannot read the log: %s", path, strerror(-r));
-		goto fail;
-	}
-	/* The image is acceptable: replay in place (not yet synced, header unchanged). */
-	if (s->data_off + max_len > s->file_len) {
-		ac.err = pio_truncate(s->f, s->data_off + max_len);
-		s->file_len = s->data_off + max_len;
-	}
-	papply_flush(&ac);
-	if (ac.err) {
-		r = ac.err;
-		emsg(err, elen, "%s: cannot replay the log: %s", path, strerror(-r));
 		goto fail;
 	}
 	info->replayed = seq - h.ckpt_seq;
@@ -389,9 +399,26 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	return 0;
 fail:
 	free(w.buf);
-	papply_drop(&ac);
 	pio_close(s->f);
 	free_common(s);
+	return r;
+}
+
+/*
+ * Give back the file beyond the payload, keeping whole pages: the file length stays a multiple
+ * of the page size, so a page written back never ends past file_len.
+ */
+static int trim_file(struct pstore *s, uint64_t *trimmed)
+{
+	uint64_t keep = (s->data_off + s->len + PCACHE_PAGE - 1) & ~(uint64_t)(PCACHE_PAGE - 1);
+	int r = 0;
+
+	*trimmed = 0;
+	if (s->file_len > keep) {
+		*trimmed = s->file_len - keep;
+		r = pio_truncate(s->f, keep);
+		s->file_len = keep;
+	}
 	return r;
 }
 
@@ -400,22 +427,18 @@ int pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 	int r = pstore_checkpoint(s, s->next_seq, s->len, 0);
 
 	*trimmed = 0;
-	if (!r && s->file_len > s->data_off + s->len) {
-		*trimmed = s->file_len - (s->data_off + s->len);
-		r = pio_truncate(s->f, s->data_off + s->len);
-		s->file_len = s->data_off + s->len;
-	}
-	return r;
+	return r ? r : trim_file(s, trimmed);
 }
 
 int pstore_close(struct pstore *s, bool clean)
 {
+	uint64_t trimmed;
 	int r = clean ? pstore_sync_all(s) : -EIO;
 
 	if (clean && !r)
 		r = pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
-	if (clean && !r && s->file_len > s->data_off + s->len)
-		r = pio_truncate(s->f, s->data_off + s->len);
+	if (clean && !r)
+		r = trim_file(s, &trimmed);
 	pio_close(s->f);
 	free_common(s);
 	return clean ? r : 0;

@@ -15,6 +15,8 @@
  * Also measured: reopen of a segregated store holding 1M blocks after a crash.
  *
  *   pbench [--quick] [--dir DIR] [--out PREFIX]   writes PREFIX.csv and PREFIX.md
+ *   pbench [--quick] [--dir DIR] --only ALLOC,DIST,THREADS
+ *          one cell of one allocator (ALLOC: segregated, first-fit, best-fit-tree, pmdk), no table
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -370,9 +372,38 @@ static double quant(double *v, int n, double q)
 	return lo + 1 < n ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[lo];
 }
 
+/* --only ALLOC,DIST,THREADS: one cell, RUNS runs, each printed, for profiling. */
+static int run_only(const char *dir, const char *spec, int runs, double budget)
+{
+	char a[32], d[32];
+	int k, dist, nt;
+
+	if (sscanf(spec, "%31[^,],%31[^,],%d", a, d, &nt) != 3 || nt < 1 || nt > MAXT)
+		goto bad;
+	for (k = 0; k < NALLOC && strncmp(alloc_name[k], a, strlen(a)); k++)
+		;
+	for (dist = 0; dist < 3 && strcmp(dist_name[dist], d); dist++)
+		;
+	if (k == NALLOC || dist == 3 || !a[0])
+		goto bad;
+	for (int rr = 0; rr < runs; rr++) {
+		struct result res;
+
+		if (run_once(dir, k, dist, nt, budget, &res))
+			return 1;
+		printf("%s %s %d threads: %.0f ops/s  %.3f syncs/op  p99 %.0f us\n", alloc_name[k],
+		       dist_name[dist], nt, res.ops_s, res.syncs_per_op, res.p99_us);
+	}
+	return 0;
+bad:
+	fprintf(stderr, "pbench: --only wants ALLOC,DIST,THREADS (e.g. seg,uniform,2), not '%s'\n",
+		spec);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	const char *dir = "/tmp", *out = NULL;
+	const char *dir = "/tmp", *out = NULL, *only = NULL;
 	bool quick = false;
 	int runs;
 	double budget;
@@ -384,9 +415,17 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else {
+			fprintf(stderr, "pbench: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
 	}
 	runs = quick ? 3 : 5;
 	budget = quick ? 0.35 : 2.0;
+	if (only)
+		return run_only(dir, only, runs, budget);
 
 	static struct { double med, q20, q80, spo, p99; } cell[NALLOC][3][4];
 	FILE *csv = NULL;

@@ -2,9 +2,11 @@
 /*
  * Unit tests: class arithmetic, the plain byte stack, the file lock, allocator invariants
  * after random operation sequences (each allocator), errors that must change nothing, the
- * root slot, the coalescer, orphan relinking, group commit and 1M-block recovery time.
+ * root slot, the coalescer, orphan relinking, group commit, the page cache and 1M-block
+ * recovery time.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +102,58 @@ START_TEST(test_store_stack)
 	ck_assert_uint_eq(info.replayed, 0);
 	ck_assert_int_eq(pstore_read(&s, 10099, buf, 3), 0);
 	ck_assert(buf[0] == 'a' && buf[1] == 0 && buf[2] == 0);
+	ck_assert_int_eq(pstore_close(&s, true), 0);
+	unlink(p);
+}
+END_TEST
+
+/*
+ * The page cache: a sync carries the log only; changed pages reach their place at a
+ * checkpoint, which a full cache forces even when the log has room; a crash loses nothing.
+ */
+START_TEST(test_page_cache)
+{
+	const char *p = tpath("pcache");
+	struct pstore s;
+	struct pstore_open_info info;
+	char err[256] = "";
+	uint64_t off, trimmed, ckpts;
+	const int npages = 200;
+	int fd;
+
+	ck_assert_int_eq(pstore_create(&s, p, 64 << 10, err, sizeof(err)), 0);
+	ck_assert_uint_eq(s.cache_max, 64);
+	ck_assert_int_eq(pstore_extend(&s, (uint64_t)npages * 4096, &off), 0);
+	ckpts = s.ckpt_count;
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < npages; i++) {
+		uint8_t v = (uint8_t)(i + 1), back = 0, disk = 0;
+		uint64_t at = (uint64_t)i * 4096 + (uint64_t)(i % 4000);
+
+		ck_assert_int_eq(pstore_set(&s, at, &v, 1), 0);
+		ck_assert_int_eq(pstore_read(&s, at, &back, 1), 0);
+		ck_assert_uint_eq(back, v);
+		/* durable in the log, not yet in place (until the cache holds 64 pages) */
+		ck_assert_int_eq(pread(fd, &disk, 1, (off_t)(s.data_off + at)), 1);
+		ck_assert_uint_eq(disk, 0);
+		ck_assert_uint_le(s.cache.n, s.cache_max + 1);
+	}
+	close(fd);
+	/* 200 records of 64 bytes never fill a 64 KiB log: the cache forced the checkpoints */
+	ck_assert_uint_ge(s.ckpt_count - ckpts, 3);
+	ck_assert_int_eq(pstore_close(&s, false), 0);		/* crash: the cache is lost */
+	ck_assert_int_eq(pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_uint_gt(info.replayed, 0);
+	for (int i = 0; i < npages; i++) {
+		uint8_t back = 0;
+
+		ck_assert_int_eq(pstore_read(&s, (uint64_t)i * 4096 + (uint64_t)(i % 4000), &back,
+					     1), 0);
+		ck_assert_uint_eq(back, (uint8_t)(i + 1));
+	}
+	ck_assert_int_eq(pstore_finish_open(&s, &trimmed), 0);
+	ck_assert_uint_eq(s.file_len % 4096, 0);
 	ck_assert_int_eq(pstore_close(&s, true), 0);
 	unlink(p);
 }
@@ -419,6 +473,7 @@ Suite *units_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_classes);
 	tcase_add_test(tc, test_store_stack);
+	tcase_add_test(tc, test_page_cache);
 	tcase_add_test(tc, test_lock);
 	tcase_add_loop_test(tc, test_invariants, 0, SEFER_PALLOC_KINDS);
 	tcase_add_loop_test(tc, test_errors_change_nothing, 0, SEFER_PALLOC_KINDS);
