@@ -1,24 +1,63 @@
 // SPDX-License-Identifier: MIT
-/* POSIX file operations for persist/: positional I/O, truncate, size and an exclusive lock. */
+/*
+ * POSIX file operations for persist/: open (a created file's directory synced), positional
+ * I/O, truncate, size and an exclusive lock.
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/posix/posix.h"
 
+/*
+ * A new file's name lives in its directory: until the directory is synced, a power cut can
+ * take the file away even after the file itself was synced. 0 or -errno.
+ */
+static int sync_parent_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	int fd, r = 0;
+
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (slash && n == 0)
+		n = 1;					/* "/file": the root */
+	memcpy(dir, slash ? path : ".", slash ? n : 1);
+	dir[slash ? n : 1] = 0;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 sefer_file_t posix_open_file(const char *path, int flags)
 {
 	int oflags = O_RDWR | O_CLOEXEC;
-	int fd;
+	int fd, r;
 
 	if (flags & SEFER_OPEN_CREATE)
 		oflags |= O_CREAT;
 	if (flags & SEFER_OPEN_EXCL)
 		oflags |= O_EXCL;
 	fd = open(path, oflags, 0644);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	if ((flags & SEFER_OPEN_CREATE) && (r = sync_parent_dir(path))) {
+		close(fd);
+		if (flags & SEFER_OPEN_EXCL)
+			unlink(path);		/* ours: do not leave a file we could not make durable */
+		return r;
+	}
+	return fd;
 }
 
 void posix_close_file(sefer_file_t f)

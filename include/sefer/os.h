@@ -116,7 +116,11 @@ struct sefer_os_ops {
 
 	/* ---- file operations (persist/) ---- */
 
-	/* Open or create a file for reading and writing. Returns a handle or -errno. */
+	/*
+	 * Open or create a file for reading and writing. Returns a handle or -errno. With
+	 * SEFER_OPEN_CREATE the file's directory entry is durable before it returns (POSIX: the
+	 * parent directory is fsynced; Windows: NTFS journals the create, flushed by sync).
+	 */
 	sefer_file_t (*open_file)(const char *path, int flags);
 	void (*close_file)(sefer_file_t f);
 	/* Positional I/O. Return the byte count done (short counts are possible) or -errno. */

@@ -10,7 +10,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,6 +158,37 @@ START_TEST(test_page_cache)
 	ck_assert_int_eq(pstore_finish_open(&s, &trimmed), 0);
 	ck_assert_uint_eq(s.file_len % 4096, 0);
 	ck_assert_int_eq(pstore_close(&s, true), 0);
+	unlink(p);
+}
+END_TEST
+
+/* fsync interposed for this program: count the calls on directories (then do the sync). */
+static _Atomic int dir_syncs;
+
+int fsync(int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && S_ISDIR(st.st_mode))
+		atomic_fetch_add(&dir_syncs, 1);
+	return (int)syscall(SYS_fsync, fd);
+}
+
+/* Creating a store syncs its directory, so a power cut cannot take the new file away. */
+START_TEST(test_create_syncs_dir)
+{
+	const char *p = tpath("dirsync");
+	struct sefer_pstore *h;
+	int before = atomic_load(&dir_syncs), after_create, after_open;
+
+	ck_assert_int_eq(sefer_pstore_create(p, SEFER_PALLOC_SEGREGATED, NULL, &h), 0);
+	after_create = atomic_load(&dir_syncs);
+	ck_assert_int_eq(after_create, before + 1);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+	ck_assert_int_eq(sefer_pstore_open(p, NULL, &h), 0);	/* opening creates nothing */
+	after_open = atomic_load(&dir_syncs);
+	ck_assert_int_eq(after_open, after_create);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
 	unlink(p);
 }
 END_TEST
@@ -474,6 +508,7 @@ Suite *units_suite(void)
 	tcase_add_test(tc, test_classes);
 	tcase_add_test(tc, test_store_stack);
 	tcase_add_test(tc, test_page_cache);
+	tcase_add_test(tc, test_create_syncs_dir);
 	tcase_add_test(tc, test_lock);
 	tcase_add_loop_test(tc, test_invariants, 0, SEFER_PALLOC_KINDS);
 	tcase_add_loop_test(tc, test_errors_change_nothing, 0, SEFER_PALLOC_KINDS);
