@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Building records, group commit, and reads that see records not yet in place.
+ * Building records, group commit, and reads that see records not yet checkpointed.
  *
  * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
  * the builder from pstore_tx_begin to pstore_tx_end) before lock. The leader does its I/O
@@ -214,11 +214,6 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 		if (r) {
 			s->err = r;
 		} else {
-			/*
-			 * Durable: its writers may return now (their reads overlay `flight`
-			 * until it is in place); the leader still owns flight while it writes
-			 * it in place, and the next batch waits for that.
-			 */
 			/*
 			 * Durable: into the page cache (memory; a page's first change reads it),
 			 * then its writers may return. A failed apply poisons the store, but the

@@ -56,7 +56,8 @@ struct sefer_precovery {
 
 struct sefer_popts {
 	unsigned flags;			/* SEFER_P_* */
-	uint64_t wal_bytes;		/* create: log size (0: CONFIG_PERSIST_WAL_KIB) */
+	uint64_t wal_bytes;		/* create: log size (0: CONFIG_PERSIST_WAL_KIB); the
+				 * page cache holds at most wal_bytes / 1024 pages */
 	char *errbuf;			/* optional: why open/create failed */
 	size_t errlen;
 	struct sefer_precovery *report;	/* optional: what recovery did */
