@@ -69,6 +69,28 @@ FACE size_t malloc_usable_size(void *p)
 	return usable_size_any(p);
 }
 
+/*
+ * glibc's: give the calling thread's free memory back to the OS (sefer_collect(true); `pad`,
+ * the top-of-heap slack glibc keeps, has no meaning here). Returns 1 when the committed
+ * bytes went down, 0 otherwise, and 0 without CONFIG_STATS, where nothing is counted.
+ */
+FACE int malloc_trim(size_t pad)
+{
+	struct sefer_stats before, after;
+
+	(void)pad;
+	sefer_stats_get(&before);
+	sefer_collect(true);
+	sefer_stats_get(&after);
+	return after.committed < before.committed;
+}
+
+/* glibc's: print the allocator's statistics on stderr (sefer's summary). */
+FACE void malloc_stats(void)
+{
+	sefer_stats_print();
+}
+
 /* The old SunOS name that some programs still call. */
 void cfree(void *p);
 FACE void cfree(void *p)

@@ -356,6 +356,7 @@ void heap_collect(struct heap *heap, bool force)
 {
 	heap_drain_delayed(heap);
 	heap_release_empty(heap);
+	policy_collect_all(heap, force);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
 		heap_purge_due(heap, force);
 }

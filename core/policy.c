@@ -19,6 +19,13 @@ void policy_heap_exit_all(struct heap *h)
 			policies[i]->heap_exit(h);
 }
 
+void policy_collect_all(struct heap *h, bool force)
+{
+	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+		if (policies[i]->collect)
+			policies[i]->collect(h, force);
+}
+
 void policy_print_stats_all(void)
 {
 	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)

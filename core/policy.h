@@ -15,6 +15,9 @@
  *                       through malloc. Returns false to disable the policy (with a message).
  *   heap_exit(h)        the heap is being torn down (thread exit): release everything cached.
  *                       Owner thread, no lock held.
+ *   collect(h, force)   sefer_collect() / malloc_trim(): give cached memory back to the OS,
+ *                       all of it with force, else what has aged out. Owner thread, no lock
+ *                       held; the heap stays in use.
  *   small_alloc(h, sz)  hot path, owner thread, no lock: a block of bin_block_size(bin(sz))
  *                       bytes or NULL to fall through to the bins. Must not fail otherwise.
  *   small_free(h, pg, p) hot path, owner thread, p is a block of pg owned by h whose live bit
@@ -42,6 +45,7 @@ struct sefer_policy_ops {
 	const char *name;
 	bool (*init)(void);
 	void (*heap_exit)(struct heap *h);
+	void (*collect)(struct heap *h, bool force);
 	void *(*small_alloc)(struct heap *h, size_t size);
 	bool (*small_free)(struct heap *h, struct page *pg, void *p);
 	int (*segment_node)(struct heap *h);
@@ -109,6 +113,7 @@ static inline bool policy_large_free(struct heap *h, struct segment *s)
 /* core/policy.c: run a slow-path hook of every policy. */
 void policy_init_all(void) SEFER_INTERNAL;
 void policy_heap_exit_all(struct heap *h) SEFER_INTERNAL;
+void policy_collect_all(struct heap *h, bool force) SEFER_INTERNAL;
 void policy_print_stats_all(void) SEFER_INTERNAL;
 
 #endif

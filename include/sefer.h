@@ -64,7 +64,9 @@ SEFER_API void sefer_stats_print(void);
 
 /*
  * Return the calling thread's free memory: collect cross-thread frees, release empty pages
- * and, with force, purge every pending page now regardless of SEFER_PURGE_DELAY_MS.
+ * and, with force, purge every pending page now regardless of SEFER_PURGE_DELAY_MS and give
+ * back every large object the large_cache holds (without force: those that aged out).
+ * The malloc face's malloc_trim() is sefer_collect(true).
  */
 SEFER_API void sefer_collect(bool force);
 

@@ -181,6 +181,20 @@ void large_cache_heap_exit(struct heap *h)
 	c->decay_ms = 0;
 }
 
+/* sefer_collect(): force empties the cache (counted as evictions), else the decay runs now. */
+void large_cache_collect(struct heap *h, bool force)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+
+	if (!force) {
+		decay(c);
+		return;
+	}
+	while (c->head)
+		evict_oldest(c);
+	c->decay_ms = 0;
+}
+
 /*
  * Process exit: release the exiting thread's cache and cache nothing from now on (frees from
  * later destructors go straight back to the OS). Other threads' heaps are theirs to touch;

@@ -33,6 +33,7 @@ extern uint64_t (*large_cache_clock)(void) SEFER_INTERNAL;
 void large_cache_read_options(void) SEFER_INTERNAL;
 bool large_cache_init(void) SEFER_INTERNAL;
 void large_cache_heap_exit(struct heap *h) SEFER_INTERNAL;
+void large_cache_collect(struct heap *h, bool force) SEFER_INTERNAL;
 struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
 	SEFER_INTERNAL;
 bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
@@ -42,6 +43,7 @@ static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
 	.init = large_cache_init,
 	.heap_exit = large_cache_heap_exit,
+	.collect = large_cache_collect,
 	.large_alloc = large_cache_alloc,
 	.large_free = large_cache_free,
 	.print_stats = large_cache_print_stats,

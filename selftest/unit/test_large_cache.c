@@ -4,6 +4,7 @@
  * decay over an injected clock, env parsing, release at thread exit and from heapless threads.
  * With the policy off, one test checks that a freed large block is unmapped at once.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,51 @@ START_TEST(lc_env)
 }
 END_TEST
 
+/* sefer_collect() gives the cache back: aged-out entries, or all of it with force. */
+START_TEST(lc_collect)
+{
+	void *p[3];
+	struct segment *seg[3];
+
+	setup();
+	large_cache_clock = fake_clock;
+	large_cache_opt.headroom = 0;
+	fake_now = 1000;
+	for (int i = 0; i < 3; i++) {
+		p[i] = sefer_malloc(6 * MiB);
+		seg[i] = segment_of(p[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		sefer_free(p[i]);
+	ck_assert_uint_eq(cache()->count, 3);
+	sefer_collect(false);		/* nothing has aged yet */
+	ck_assert_uint_eq(cache()->count, 3);
+	fake_now += 60000;		/* a minute: the decay leaves nothing above headroom 0 */
+	sefer_collect(false);
+	ck_assert_uint_eq(cache()->count, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert(!segtab_contains(seg[i]));
+
+	large_cache_opt.headroom = (uint64_t)256 << 20;
+	void *q = sefer_malloc(6 * MiB);
+	struct segment *qs = segment_of(q);
+
+	sefer_free(q);
+	ck_assert_uint_eq(cache()->count, 1);
+	sefer_collect(false);		/* under headroom: kept */
+	ck_assert_uint_eq(cache()->count, 1);
+#if IS_ENABLED(CONFIG_MALLOC_FACE)
+	int released = malloc_trim(0);	/* force: everything */
+
+	ck_assert_int_eq(released, IS_ENABLED(CONFIG_STATS) ? 1 : 0);
+#else
+	sefer_collect(true);
+#endif
+	ck_assert_uint_eq(cache()->count, 0);
+	ck_assert(!segtab_contains(qs));
+}
+END_TEST
+
 static void *alloc_free_exit(void *arg)
 {
 	void *p = sefer_malloc(6 * MiB);
@@ -348,6 +394,7 @@ Suite *large_cache_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, lc_hit);
 	tcase_add_test(tc, lc_miss);
+	tcase_add_test(tc, lc_collect);
 	tcase_add_test(tc, lc_window);
 	tcase_add_test(tc, lc_alignment);
 	tcase_add_test(tc, lc_budget_fifo);
