@@ -11,10 +11,14 @@
  * bounded too, whatever the run length. An allocator that cannot hand
  * remotely freed memory back to the producer shows it here as RSS growth.
  *
- *   prodcons --ops 4M --threads 3 [--pin] [--seed N]
+ *   prodcons --ops 4M --threads 3 [--pin] [--seed N] [--size BYTES]
  *
  * --threads counts the producer (so it must be at least 2); --ops is the
  * total number of blocks produced. Reported ops count malloc and free.
+ * --size N: every block is N bytes (say 1M: I/O buffers handed to workers,
+ * large blocks freed by another thread than the allocating one); the
+ * producer then writes one byte per 4 KiB page, as a reader filling a
+ * buffer would fault its pages in, not a full memset.
  */
 #include "common.h"
 
@@ -45,10 +49,15 @@ static void produce(struct worker *w)
 	for (k = 0; k < total; k++) {
 		int c = (int)(k % (uint64_t)consumers);
 		struct ring *q = &rings[c];
-		size_t n = 16 + rng_below(&r, 1024 - 16 + 1);
-		void *p = xmalloc(n);
+		size_t n = w->o->size ? w->o->size : 16 + rng_below(&r, 1024 - 16 + 1);
+		unsigned char *p = xmalloc(n);
 
-		touch(p, n);
+		if (w->o->size > 4096) {
+			for (size_t off = 0; off < n; off += 4096)
+				p[off] = (unsigned char)k;
+		} else {
+			touch(p, n);
+		}
 		while (head[c] - tail[c] == RING) {
 			tail[c] = atomic_load_explicit(&q->tail,
 						       memory_order_acquire);
@@ -113,7 +122,9 @@ int main(int argc, char **argv)
 	uint64_t ops;
 	double secs;
 
-	bench_parse(&o, argc, argv, NULL);
+	char param[32] = "1toN";
+
+	bench_parse(&o, argc, argv, " [--size BYTES]");
 	if (o.threads < 2) {
 		fprintf(stderr, "prodcons: --threads must be at least 2\n");
 		return 2;
@@ -123,7 +134,11 @@ int main(int argc, char **argv)
 		return 1;
 	memset(rings, 0, sizeof(*rings) * (size_t)(o.threads - 1));
 	secs = bench_run_threads(&o, worker, NULL, &ops);
-	bench_report(&o, "1toN", ops, secs);
+	if (o.size >= 1 << 20 && !(o.size & ((1 << 20) - 1)))
+		snprintf(param, sizeof(param), "1toN-%zuM", o.size >> 20);
+	else if (o.size)
+		snprintf(param, sizeof(param), "1toN-%zu", o.size);
+	bench_report(&o, param, ops, secs);
 	free(rings);
 	return 0;
 }

@@ -171,6 +171,7 @@ BUDGET = {
     "larson": (600000, 4000000, 3000000),
     "mstress": (400, 3000, 0),
     "prodcons": (500000, 2500000, 0),
+    "prodcons-1M": (20000, 100000, 0),
     "large": (20000, 100000, 0),
 }
 MAX_SECS = ("0.2", "1.5", "0.6")
@@ -184,13 +185,13 @@ def micro_configs(bindir, threads, mode, pin_all, only):
     pinned = (lambda b: b != "large") if pin_all else (lambda b: b == "larson")
     out = []
 
-    def add(bench, param, extra, ts):
+    def add(bench, param, extra, ts, budget=None):
         for pin in (0, 1):
             if pin and not pinned(bench):
                 continue
             for t in ts:
                 argv = [os.path.join(bindir, bench), "--threads", str(t),
-                        "--ops", str(BUDGET[bench][qi]), "--max-secs", maxs,
+                        "--ops", str(BUDGET[budget or bench][qi]), "--max-secs", maxs,
                         "--seed", "42"] + extra + (["--pin"] if pin else [])
                 c = Config("micro", bench, param, t, pin, argv)
                 if not only or re.search(only, c.label()):
@@ -203,6 +204,8 @@ def micro_configs(bindir, threads, mode, pin_all, only):
     add("larson", "768slots", [], threads)
     add("mstress", "512mixed", [], threads)
     add("prodcons", "1toN", [], [t for t in threads if t >= 2])
+    add("prodcons", "1toN-1M", ["--size", "1M"], [t for t in threads if t >= 2],
+        "prodcons-1M")
     for mib in (4, 16, 64):
         add("large", "%dM" % mib, ["--size", "%dM" % mib], threads)
     return out

@@ -78,6 +78,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 		is_zero = seg->large_zero;
 	}
 	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
+	seg->large_heap = heap;
 	seg->large_zero = false;
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_inc(heap, mallocs);

@@ -41,6 +41,7 @@ struct heap {
 	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
+	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
 } cacheline_aligned;

@@ -65,6 +65,15 @@ struct policy_heap {
 	struct large_cache_heap large_cache;
 };
 
+/*
+ * Per-heap policy state that other threads reach (atomics only), possibly through a stale
+ * pointer to a heap that has since exited and been reused: it is never reset with the heap;
+ * each policy keeps it valid across reuse.
+ */
+struct policy_heap_remote {
+	struct large_cache_remote large_cache;
+};
+
 /* Every built policy, for the slow-path hooks (init, exit, stats). */
 #define POLICY_LIST (&policy_fastbin), (&policy_large_cache), (&policy_numa)
 

@@ -100,6 +100,7 @@ struct segment {
 	uint8_t *large_block;
 	size_t large_size;     /* usable bytes from large_block */
 	_Atomic int large_live; /* 1 while allocated (double-free check) */
+	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
 	bool large_zero;
 
 	uint8_t page_head[PAGES_PER_SEGMENT];

@@ -12,9 +12,18 @@
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
  *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
  *    clock is read only while bytes > headroom, so the common case costs no clock call;
- *  - nothing is cached by a thread without a live heap (a free from a thread that never
- *    allocated, or during thread teardown) nor after the process-exit destructor ran: such
- *    segments are released at once. heap_exit and the destructor release everything.
+ *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
+ *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
+ *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
+ *    budget bytes (inbox_bytes; a push beyond it is refused);
+ *  - the inbox lives in policy_heap_remote, which heap reuse does not reset, because a freeing
+ *    thread may reach a heap through a stale large_heap: heap_exit closes it (exchange with
+ *    LC_INBOX_CLOSED, releasing what was in it), a push to a closed inbox is refused, and the
+ *    heap's next owner reopens it at its first large request, before it owns any large block;
+ *  - a segment that is neither handed back nor cached by a thread with a live heap (a free
+ *    from a thread that never allocated, or during thread teardown), or is freed after the
+ *    process-exit destructor ran, is released at once. heap_exit and the destructor release
+ *    everything.
  *
  * Decay toward "live + headroom": the live large bytes are not part of the cache, so bounding
  * live + cached by live + headroom is bounding cached by headroom.
@@ -39,7 +48,9 @@ struct large_cache_options large_cache_opt = {
 uint64_t (*large_cache_clock)(void);
 
 static atomic_bool closed;
-static atomic_ullong done_hits, done_misses, done_evictions; /* from torn-down heaps */
+static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs; /* exited heaps */
+
+#define LC_INBOX_CLOSED ((struct segment *)1)
 
 static uint64_t now_ms(void)
 {
@@ -71,6 +82,19 @@ static void unlink_seg(struct large_cache_heap *c, struct segment *s)
 	s->next = s->prev = NULL;
 	c->bytes -= s->size;
 	c->count--;
+}
+
+static void append(struct large_cache_heap *c, struct segment *s)
+{
+	s->next = NULL;
+	s->prev = c->tail;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	c->bytes += s->size;
+	c->count++;
 }
 
 static void evict_oldest(struct large_cache_heap *c)
@@ -118,11 +142,61 @@ static void decay(struct large_cache_heap *c)
 		c->decay_ms = 0;
 }
 
+/* Another thread frees s, which `owner` allocated: push it on owner's inbox. */
+static bool hand_back(struct heap *owner, struct segment *s)
+{
+	struct large_cache_remote *r = &owner->policy_remote.large_cache;
+	struct segment *head;
+
+	/* s->size <= budget (checked by the caller), so this cannot wrap */
+	if (atomic_fetch_add_explicit(&r->inbox_bytes, s->size, memory_order_relaxed) >
+	    large_cache_opt.budget - s->size)
+		goto refused;
+	head = atomic_load_explicit(&r->inbox, memory_order_relaxed);
+	do {
+		if (head == LC_INBOX_CLOSED)
+			goto refused;
+		s->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(&r->inbox, &head, s, memory_order_release,
+							memory_order_relaxed));
+	return true;
+refused:
+	atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);
+	return false;
+}
+
+/* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
+static void take_handoffs(struct heap *h)
+{
+	struct large_cache_remote *r = &h->policy_remote.large_cache;
+	struct large_cache_heap *c = &h->policy.large_cache;
+	struct segment *s = atomic_load_explicit(&r->inbox, memory_order_relaxed);
+
+	if (!s)
+		return;
+	if (s == LC_INBOX_CLOSED) {	/* only the owner changes a closed inbox */
+		atomic_store_explicit(&r->inbox, NULL, memory_order_relaxed);
+		return;
+	}
+	s = atomic_exchange_explicit(&r->inbox, NULL, memory_order_acquire);
+	while (s) {
+		struct segment *next = s->next;
+
+		atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);
+		append(c, s);
+		c->handoffs++;
+		s = next;
+	}
+	while (c->bytes > large_cache_opt.budget)
+		evict_oldest(c);
+}
+
 struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
 
+	take_handoffs(h);
 	if (!c->count) {
 		c->misses++; /* a request the cache could not serve, empty or not */
 		return NULL;
@@ -148,20 +222,15 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 bool large_cache_free(struct heap *h, struct segment *s)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
+	struct heap *owner = s->large_heap;
 
-	if (h == &heap_empty || !h->live || atomic_load_explicit(&closed, memory_order_relaxed))
+	if (atomic_load_explicit(&closed, memory_order_relaxed) || s->size > large_cache_opt.budget)
 		return false;
-	if (s->size > large_cache_opt.budget)
+	if (owner != h && owner && owner != &heap_empty && hand_back(owner, s))
+		return true;
+	if (h == &heap_empty || !h->live)
 		return false;
-	s->next = NULL;
-	s->prev = c->tail;
-	if (c->tail)
-		c->tail->next = s;
-	else
-		c->head = s;
-	c->tail = s;
-	c->bytes += s->size;
-	c->count++;
+	append(c, s);
 	while (c->bytes > large_cache_opt.budget)
 		evict_oldest(c);
 	decay(c);
@@ -171,13 +240,24 @@ bool large_cache_free(struct heap *h, struct segment *s)
 void large_cache_heap_exit(struct heap *h)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
+	struct large_cache_remote *r = &h->policy_remote.large_cache;
+	struct segment *s = atomic_exchange_explicit(&r->inbox, LC_INBOX_CLOSED,
+						     memory_order_acquire);
 
+	while (s && s != LC_INBOX_CLOSED) {	/* closed already: a second teardown */
+		struct segment *next = s->next;
+
+		atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);
+		segment_release(s);
+		s = next;
+	}
 	while (c->head)
 		evict_oldest(c);
 	atomic_fetch_add_explicit(&done_hits, c->hits, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_misses, c->misses, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_evictions, c->evictions, memory_order_relaxed);
-	c->hits = c->misses = c->evictions = 0;
+	atomic_fetch_add_explicit(&done_handoffs, c->handoffs, memory_order_relaxed);
+	c->hits = c->misses = c->evictions = c->handoffs = 0;
 	c->decay_ms = 0;
 }
 
@@ -186,6 +266,7 @@ void large_cache_collect(struct heap *h, bool force)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 
+	take_handoffs(h);
 	if (!force) {
 		decay(c);
 		return;
@@ -210,7 +291,7 @@ __attribute__((destructor)) static void large_cache_exit(void)
 }
 
 struct lc_sum {
-	unsigned long long hits, misses, evictions, bytes, count;
+	unsigned long long hits, misses, evictions, handoffs, bytes, count;
 };
 
 static void add_heap(struct heap *h, void *arg)
@@ -221,6 +302,7 @@ static void add_heap(struct heap *h, void *arg)
 	sum->hits += c->hits;
 	sum->misses += c->misses;
 	sum->evictions += c->evictions;
+	sum->handoffs += c->handoffs;
 	sum->bytes += c->bytes;
 	sum->count += c->count;
 }
@@ -228,10 +310,12 @@ static void add_heap(struct heap *h, void *arg)
 void large_cache_print_stats(void)
 {
 	struct lc_sum sum = {
-		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions), 0, 0,
+		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions),
+		atomic_load(&done_handoffs), 0, 0,
 	};
 
 	heap_visit_all(add_heap, &sum);
-	sefer_message("large_cache: hits %llu, misses %llu, evictions %llu, cached %llu KiB in %llu",
-		      sum.hits, sum.misses, sum.evictions, sum.bytes >> 10, sum.count);
+	sefer_message("large_cache: hits %llu, misses %llu, evictions %llu, handed back %llu, "
+		      "cached %llu KiB in %llu", sum.hits, sum.misses, sum.evictions, sum.handoffs,
+		      sum.bytes >> 10, sum.count);
 }

@@ -3,8 +3,9 @@
  * The large_cache policy: freed large segments kept (pages committed) for reuse.
  *
  * Per heap, a FIFO list of cached large segments (oldest first) and their mapped bytes. Only
- * the heap's own thread touches it: large_free() caches into the freeing thread's heap, which
- * may differ from the allocating one. See policies/large_cache/large_cache.c for the rules
+ * the heap's own thread touches it. A segment freed by another thread is handed back to the
+ * heap that allocated it through a lock-free inbox, so a pipeline (one thread allocates, another
+ * frees) hits the cache too. See policies/large_cache/large_cache.c for the rules
  * and Documentation/policies/large_cache.rst for the numbers.
  */
 #ifndef SEFER_POLICY_LARGE_CACHE_H
@@ -12,12 +13,23 @@
 
 #if IS_ENABLED(CONFIG_POLICY_LARGE_CACHE)
 
+#include <stdatomic.h>
+
 struct large_cache_heap {
 	struct segment *head, *tail; /* cached segments, oldest first (linked by next/prev) */
 	size_t bytes;		     /* mapped bytes of the cached segments */
 	size_t count;
 	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
-	uint64_t hits, misses, evictions;
+	uint64_t hits, misses, evictions, handoffs;
+};
+
+/*
+ * The handoff inbox: large segments this heap allocated and other threads freed, pushed
+ * lock-free by the freeing thread, taken by the owner (policy_heap_remote: never reset).
+ */
+struct large_cache_remote {
+	_Atomic(struct segment *) inbox; /* LIFO through seg->next; LC_INBOX_CLOSED: refused */
+	atomic_size_t inbox_bytes;	 /* mapped bytes in the inbox, bounded by the budget */
 };
 
 /* SEFER_LARGE_CACHE_BUDGET (default unbounded) and SEFER_LARGE_CACHE_HEADROOM (256 MiB). */
@@ -52,6 +64,9 @@ static const struct sefer_policy_ops policy_large_cache = {
 #else
 
 struct large_cache_heap {
+};
+
+struct large_cache_remote {
 };
 
 static const struct sefer_policy_ops policy_large_cache = {

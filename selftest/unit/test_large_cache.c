@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The large_cache policy: hit, miss, the size window and alignment, budget eviction order,
- * decay over an injected clock, env parsing, release at thread exit and from heapless threads.
+ * decay over an injected clock, env parsing, release at thread exit, collect, and the handoff of
+ * a block freed by another thread (heapless or not) to its allocating heap, also after that
+ * heap's thread exited and its heap was reused.
  * With the policy off, one test checks that a freed large block is unmapped at once.
  */
 #include <malloc.h>
@@ -359,29 +361,95 @@ static void *free_other(void *arg)
 {
 	sefer_free(sefer_malloc(16)); /* this thread has a heap */
 	sefer_free(arg);
-	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 1);
+	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 0); /* not kept here */
 	sefer_thread_done();
 	return NULL;
 }
 
+/* A block freed by another thread goes back to the heap that allocated it. */
 START_TEST(lc_cross_thread)
 {
 	pthread_t t;
 
 	setup();
-	void *p = sefer_malloc(6 * MiB);
-	struct segment *seg = segment_of(p);
+	for (int with_heap = 0; with_heap < 2; with_heap++) {
+		void *p = sefer_malloc(6 * MiB), *q;
+		struct segment *seg = segment_of(p);
+		uint64_t hits = cache()->hits, handoffs = cache()->handoffs;
 
-	pthread_create(&t, NULL, free_heapless, p);
+		pthread_create(&t, NULL, with_heap ? free_other : free_heapless, p);
+		pthread_join(t, NULL);
+		ck_assert(segtab_contains(seg));	/* in our inbox */
+		ck_assert_ptr_eq(atomic_load(&heap_get()->policy_remote.large_cache.inbox), seg);
+		q = sefer_malloc(6 * MiB);
+		ck_assert_ptr_eq(segment_of(q), seg);	/* taken from the inbox, reused */
+		ck_assert_uint_eq(cache()->handoffs, handoffs + 1);
+		ck_assert_uint_eq(cache()->hits, hits + 1);
+		ck_assert_uint_eq(atomic_load(&heap_get()->policy_remote.large_cache.inbox_bytes), 0);
+		sefer_free(q);
+	}
+}
+END_TEST
+
+static void *alloc_and_exit(void *arg)
+{
+	void **out = arg;
+
+	out[0] = sefer_malloc(6 * MiB);
+	out[1] = heap_get();
+	return NULL;
+}
+
+struct reuse {
+	pthread_barrier_t bar;
+	void *block;
+	struct heap *heap;
+	bool hit;
+};
+
+static void *alloc_wait_realloc(void *arg)
+{
+	struct reuse *r = arg;
+
+	r->block = sefer_malloc(6 * MiB);	/* reopens the inbox of a reused heap */
+	r->heap = heap_get();
+	pthread_barrier_wait(&r->bar);		/* main frees the block */
+	pthread_barrier_wait(&r->bar);
+	void *again = sefer_malloc(6 * MiB);
+
+	r->hit = segment_of(again) == segment_of(r->block);
+	sefer_free(again);
+	return NULL;
+}
+
+/* The owner exited: its closed inbox refuses; its heap's next owner reopens it. */
+START_TEST(lc_handoff_owner_exited)
+{
+	pthread_t t;
+	void *out[2];
+	struct reuse r = { .hit = false };
+
+	setup();
+	pthread_create(&t, NULL, alloc_and_exit, out);
 	pthread_join(t, NULL);
-	ck_assert(!segtab_contains(seg));
-	ck_assert_uint_eq(cache()->count, 0);
-	/* a thread with a heap keeps it until it exits */
-	p = sefer_malloc(6 * MiB);
-	seg = segment_of(p);
-	pthread_create(&t, NULL, free_other, p);
+	struct segment *seg = segment_of(out[0]);
+	struct heap *dead = out[1];
+
+	ck_assert_ptr_eq(atomic_load(&dead->policy_remote.large_cache.inbox), (void *)1);
+	sefer_free(out[0]);			/* refused by the closed inbox: cached here */
+	ck_assert_ptr_eq(atomic_load(&dead->policy_remote.large_cache.inbox), (void *)1);
+	ck_assert(cached((uint8_t *)seg + 1));
+	large_cache_heap_exit(heap_get());
+
+	pthread_barrier_init(&r.bar, NULL, 2);
+	pthread_create(&t, NULL, alloc_wait_realloc, &r);
+	pthread_barrier_wait(&r.bar);
+	ck_assert_ptr_eq(r.heap, dead);		/* the pooled heap, taken again */
+	sefer_free(r.block);			/* handed back to its (new) owner */
+	pthread_barrier_wait(&r.bar);
 	pthread_join(t, NULL);
-	ck_assert(!segtab_contains(seg));
+	pthread_barrier_destroy(&r.bar);
+	ck_assert(r.hit);
 	ck_assert_uint_eq(cache()->count, 0);
 }
 END_TEST
@@ -395,6 +463,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_hit);
 	tcase_add_test(tc, lc_miss);
 	tcase_add_test(tc, lc_collect);
+	tcase_add_test(tc, lc_handoff_owner_exited);
 	tcase_add_test(tc, lc_window);
 	tcase_add_test(tc, lc_alignment);
 	tcase_add_test(tc, lc_budget_fifo);
