@@ -17,8 +17,8 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 
 	alloc_from_page(heap, pg, b);
 	if (zero) {
-		if (fresh)
-			b->next = 0; /* carved from zeroed memory: only the link was written */
+		if (fresh)	/* carved from zeroed memory: the link written, the mark cleared */
+			b->next = 0;
 		else
 			memset(b, 0, size);
 	}

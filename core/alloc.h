@@ -32,6 +32,7 @@ static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, s
 	pg->free = block_next(pg, b);
 	pg->used++;
 	live_set_pg(pg, b);
+	block_mark_used(b);
 	heap_stat_inc(heap, mallocs);
 	return b;
 }
@@ -69,6 +70,7 @@ static always_inline void sefer_free_inline(void *p)
 		struct block *b = p;
 
 		if (likely(!pg->flags && live_clear_pg(pg, b))) {
+			block_mark_free(b);
 			if (policy_small_free(heap, pg, p))
 				return;
 			heap_stat_inc(heap, frees);

@@ -33,6 +33,8 @@ static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
 		}
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && live_test(segment_of(pg), b))
 			problem(c, "free block marked live", b);
+		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && !block_marked_free(b))
+			problem(c, "free block without its free mark", b);
 		if (++n > pg->capacity) {
 			problem(c, "free list longer than the page (cycle)", pg);
 			break;

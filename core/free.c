@@ -3,9 +3,10 @@
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
  * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
- * protocol). With CONFIG_DEBUG_DOUBLE_FREE a pushed block carries a cookie in its second word
- * until its owner collects it, so a second cross-thread free of the same block before that is
- * caught in O(1) too; after collection the live bitmap catches it.
+ * protocol). With CONFIG_DEBUG_DOUBLE_FREE the owner's frees test the live bitmap; another
+ * thread's free tests the block's free mark (segment.h) and the page geometry copied to the
+ * xthread line, so it reads no cache line the owner writes at every malloc. The owner checks
+ * the bitmap again when it collects the block.
  */
 #include <errno.h>
 
@@ -13,11 +14,6 @@
 #include "core/error.h"
 #include "core/init.h"
 #include "core/stats.h"
-
-static inline uintptr_t pending_cookie(const void *b)
-{
-	return (uintptr_t)b ^ sefer_list_key ^ (uintptr_t)0x5efe5efe5efe5efeULL;
-}
 
 /* Why p (in a live small segment) is not a freeable block. */
 static const char *invalid_reason(struct segment *seg, const void *p, bool *is_double)
@@ -50,6 +46,7 @@ void free_foreign(const void *p)
 
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
+	block_mark_free(b);
 	heap_stat_inc(heap, frees);
 	block_set_next(b, pg->local_free);
 	pg->local_free = b;
@@ -79,20 +76,35 @@ void large_free(struct segment *seg, void *p)
 	segment_release(seg);
 }
 
+/*
+ * Is b a block of pg that malloc may have handed out? From the copies on the xthread line, not
+ * the owner's hot fields.
+ */
+static bool xthread_block_ok(const struct page *pg, const struct block *b)
+{
+	uintptr_t start = atomic_load_explicit(&pg->xt_start, memory_order_relaxed);
+	uint32_t bs = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
+	uintptr_t off = (uintptr_t)b - start;
+
+	if (!bs || (uintptr_t)b < start || off >= SEGMENT_SIZE)
+		return false;
+	return (uint32_t)off % bs == 0 &&
+	       (uint32_t)off / bs < atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
+}
+
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		uintptr_t *w = (uintptr_t *)b;
-
-		if (!live_test(seg, b)) {
+		/* The bitmap's line is the owner's: read only for a marked block (segment.h). */
+		if (!xthread_block_ok(pg, b) || (block_marked_free(b) && !live_test(seg, b))) {
 			report_bad_free(seg, b);
 			return;
 		}
-		if (w[1] == pending_cookie(b)) {
+		if (block_marked_pending(b)) {
 			report_error("double free", b, "block is already free (cross-thread, pending)");
 			return;
 		}
-		w[1] = pending_cookie(b);
+		block_mark_pending(b);
 	}
 	if (heap != &heap_empty) {
 		heap_stat_inc(heap, frees);

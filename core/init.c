@@ -21,6 +21,7 @@
 
 struct sefer_os_info sefer_os_info = { 4096, 4096, 1, true };
 uintptr_t sefer_list_key;
+uintptr_t sefer_mark_key;
 
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
@@ -74,6 +75,9 @@ void process_init(void)
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_list_key, sizeof(sefer_list_key)))
 		sefer_list_key = (uintptr_t)&sefer_list_key ^ (uintptr_t)sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 	sefer_list_key |= 1;
+	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
+		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
+	sefer_mark_key |= 1;	/* never 0: a zeroed word at address 0 ... is not a mark either */
 	policy_init_all();
 #ifndef _WIN32
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

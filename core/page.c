@@ -95,11 +95,14 @@ static void page_extend(struct page *pg)
 		struct block *next = (struct block *)((uint8_t *)b + bs);
 
 		block_set_next(b, next);
+		block_mark_free(b);
 		b = next;
 	}
 	block_set_next(b, pg->free);
+	block_mark_free(b);
 	pg->free = first;
 	pg->reserved += n;
+	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
 
 static void page_init(struct heap *heap, struct page *pg, unsigned bin)
@@ -112,6 +115,8 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->flags = 0;
 	pg->free = pg->local_free = NULL;
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
 	page_extend(pg);
 }
 
@@ -149,9 +154,9 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 		return false;
 	for (; b; b = block_next(pg, b)) {
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-			((uintptr_t *)b)[1] = 0; /* the pending-free cookie */
 			if (!live_clear(seg, b))
 				report_corruption("cross-thread free list holds a free block", b);
+			block_mark_free(b); /* no longer pending (segment.h) */
 		}
 		last = b;
 		n++;

@@ -271,6 +271,7 @@ void span_free(struct heap *heap, struct page *pg)
 
 	memset(pg, 0, __builtin_offsetof(struct page, xthread));
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
 	pg->next = pg->prev = pg->delayed_next = NULL;
 	seg->free_pages |= bits;
 	seg->dirty_pages |= bits;

@@ -54,7 +54,8 @@ struct page {
 	uint32_t used;
 	uint16_t flags;
 	uint8_t bin;
-	uint8_t is_zero; /* every block not yet handed out reads as zero past its first word */
+	uint8_t is_zero; /* every block not yet handed out reads as zero past its first two
+			  * words (the link, and the free mark that malloc clears) */
 	uint32_t block_size;
 	uint32_t capacity; /* blocks in the span */
 	uint32_t reserved; /* blocks carved from the span so far (the rest is untouched) */
@@ -68,6 +69,10 @@ struct page {
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
 	struct page *delayed_next;		       /* link in the owner's delayed list */
+	/* Copies of start, block_size and reserved for other threads' checks (they must not
+	 * read the owner's hot line); written by the owner at page_init / page_extend. */
+	_Atomic(uintptr_t) xt_start;
+	_Atomic(uint32_t) xt_block_size, xt_reserved;
 	struct page *next, *prev;		       /* bin queue or full queue */
 	uint64_t empty_since;			       /* ms when used dropped to 0 */
 } cacheline_aligned;
@@ -144,6 +149,56 @@ static always_inline uintptr_t link_encode(const struct block *b, const struct b
 }
 
 void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INTERNAL;
+
+/*
+ * ---- free mark (CONFIG_DEBUG_DOUBLE_FREE) ----
+ * The second word of every free small block (carved, freed locally or cross-thread, held by
+ * a policy) is its address keyed with a per-process secret; malloc clears it (one store to
+ * the line it reads the link from). A cross-thread free tests the mark instead of the owner's
+ * live bitmap, whose cache line the owner writes at every malloc: a block without its mark is
+ * not free. A marked one (free, or user data that equals the mark: 2^-64) is settled by the
+ * bitmap, so a coincidence costs a cache miss, never a false report. Measured: prodcons at 2
+ * threads 8.7M -> 15M ops/s; larson and bulk at 1 thread about 2% slower for the store. A
+ * block on a cross-thread list, not yet collected,
+ * carries the complement instead (pending): its bit is still set, so only this mark tells a
+ * second cross-thread free; the collector turns it into the free mark, so a pending mark is
+ * never stale. Its own key, not the list key: a read of a freed block must not reveal the
+ * hardened links' key.
+ */
+extern uintptr_t sefer_mark_key SEFER_INTERNAL;
+
+static always_inline uintptr_t free_mark(const struct block *b)
+{
+	return (uintptr_t)b ^ sefer_mark_key;
+}
+
+static always_inline void block_mark_free(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		((uintptr_t *)b)[1] = free_mark(b);
+}
+
+static always_inline void block_mark_used(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		((uintptr_t *)b)[1] = 0;
+}
+
+static always_inline void block_mark_pending(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		((uintptr_t *)b)[1] = ~free_mark(b);
+}
+
+static always_inline bool block_marked_free(const struct block *b)
+{
+	return IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && ((const uintptr_t *)b)[1] == free_mark(b);
+}
+
+static always_inline bool block_marked_pending(const struct block *b)
+{
+	return IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && ((const uintptr_t *)b)[1] == ~free_mark(b);
+}
 
 static always_inline struct block *block_next(const struct page *pg, const struct block *b)
 {

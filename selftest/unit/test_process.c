@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/segment.h"
 #include "unit.h"
 
 static char out[8192];
@@ -75,6 +76,46 @@ int child_main(const char *mode)
 		pthread_create(&t, NULL, free_it, p);
 		pthread_join(t, NULL);
 		return 0;
+	}
+	if (!strcmp(mode, "xthread-after-collect") || !strcmp(mode, "xthread-after-local") ||
+	    !strcmp(mode, "xthread-interior")) {
+		pthread_t t;
+		bool interior = !strcmp(mode, "xthread-interior");
+
+		p = sefer_malloc(64);
+		sefer_malloc(64); /* keep the page alive */
+		fprintf(stderr, "addr=%p\n", (void *)(interior ? p + 16 : p));
+		if (!strcmp(mode, "xthread-after-collect")) {
+			pthread_create(&t, NULL, free_it, p);
+			pthread_join(t, NULL);
+			sefer_collect(false); /* the owner takes it back: free, no longer pending */
+		} else if (!interior) {
+			sefer_free(p);	      /* freed by its owner, then by another thread */
+		}
+		pthread_create(&t, NULL, free_it, interior ? p + 16 : p);
+		pthread_join(t, NULL);
+		return 0;
+	}
+	if (!strcmp(mode, "xthread-stale-mark")) {
+		/* Live blocks whose second word holds user data equal to the free mark (as if by
+		 * chance) are freed by another thread, again and again: the bitmap settles it, no
+		 * report, and the heap stays sound. */
+		for (int round = 0; round < 2000; round++) {
+			pthread_t t;
+			void *q[8];
+
+			for (int i = 0; i < 8; i++) {
+				q[i] = sefer_malloc(16 + (size_t)(round % 3) * 16);
+				((uintptr_t *)q[i])[1] = free_mark(q[i]);
+			}
+			for (int i = 0; i < 8; i++) {
+				pthread_create(&t, NULL, free_it, q[i]);
+				pthread_join(t, NULL);
+			}
+			if (round % 7 == 0)
+				sefer_collect(false);
+		}
+		return sefer_check_heap() ? 5 : 0;
 	}
 	if (!strcmp(mode, "invalid-free")) {
 		static char not_ours[64];
@@ -199,6 +240,34 @@ START_TEST(xthread_double_free_aborts)
 }
 END_TEST
 
+START_TEST(xthread_after_collect_aborts)
+{
+	expect_report("xthread-after-collect", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(xthread_after_local_aborts)
+{
+	expect_report("xthread-after-local", NULL, "double free", "already free", true);
+}
+END_TEST
+
+START_TEST(xthread_interior_aborts)
+{
+	expect_report("xthread-interior", NULL, "invalid free", "inside of a block", true);
+}
+END_TEST
+
+/* A live block that still carries the free mark is not mistaken for a free one. */
+START_TEST(xthread_stale_mark_ok)
+{
+	int st = run_child("xthread-stale-mark", NULL, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(!strstr(out, "sefer:"), "unexpected report: %s", out);
+}
+END_TEST
+
 START_TEST(invalid_free_aborts)
 {
 	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
@@ -281,6 +350,10 @@ Suite *process_suite(void)
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 		tcase_add_test(tc, double_free_aborts);
 		tcase_add_test(tc, xthread_double_free_aborts);
+		tcase_add_test(tc, xthread_after_collect_aborts);
+		tcase_add_test(tc, xthread_after_local_aborts);
+		tcase_add_test(tc, xthread_interior_aborts);
+		tcase_add_test(tc, xthread_stale_mark_ok);
 		tcase_add_test(tc, interior_free_aborts);
 		tcase_add_test(tc, warn_mode_continues);
 	} else {
