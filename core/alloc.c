@@ -17,8 +17,10 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 
 	alloc_from_page(heap, pg, b);
 	if (zero) {
-		if (fresh)	/* carved from zeroed memory: the link written, the mark cleared */
+		if (fresh) {	/* carved from zeroed memory: only the link and the mark written */
 			b->next = 0;
+			((uintptr_t *)b)[1] = 0;
+		}
 		else
 			memset(b, 0, size);
 	}

@@ -32,7 +32,6 @@ static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, s
 	pg->free = block_next(pg, b);
 	pg->used++;
 	live_set_pg(pg, b);
-	block_mark_used(b);
 	heap_stat_inc(heap, mallocs);
 	return b;
 }

@@ -28,7 +28,6 @@ static always_inline void *fastbin_small_alloc(struct heap *h, size_t size)
 	p = fb->slot[bin][--n];
 	fb->count[bin] = n;
 	live_set(segment_of(p), p);
-	block_mark_used(p);
 	heap_stat_inc(h, mallocs);
 	return p;
 }
