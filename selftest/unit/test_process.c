@@ -228,33 +228,21 @@ static void expect_report(const char *mode, const char *const *env, const char *
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
 }
 
-START_TEST(double_free_aborts)
-{
-	expect_report("double-free", NULL, "double free", "already free", true);
-}
-END_TEST
+/* Each bad free reported with its address and reason, then abort (CONFIG_DEBUG_DOUBLE_FREE). */
+static const struct {
+	const char *mode, *what, *reason;
+} bad_frees[] = {
+	{ "double-free", "double free", "already free" },
+	{ "xthread-double-free", "double free", "already free" },	/* pending */
+	{ "xthread-after-collect", "double free", "already free" },
+	{ "xthread-after-local", "double free", "already free" },
+	{ "xthread-interior", "invalid free", "inside of a block" },
+	{ "interior-free", "invalid free", "inside of a block" },
+};
 
-START_TEST(xthread_double_free_aborts)
+START_TEST(bad_free_aborts)
 {
-	expect_report("xthread-double-free", NULL, "double free", "already free", true);
-}
-END_TEST
-
-START_TEST(xthread_after_collect_aborts)
-{
-	expect_report("xthread-after-collect", NULL, "double free", "already free", true);
-}
-END_TEST
-
-START_TEST(xthread_after_local_aborts)
-{
-	expect_report("xthread-after-local", NULL, "double free", "already free", true);
-}
-END_TEST
-
-START_TEST(xthread_interior_aborts)
-{
-	expect_report("xthread-interior", NULL, "invalid free", "inside of a block", true);
+	expect_report(bad_frees[_i].mode, NULL, bad_frees[_i].what, bad_frees[_i].reason, true);
 }
 END_TEST
 
@@ -271,12 +259,6 @@ END_TEST
 START_TEST(invalid_free_aborts)
 {
 	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
-}
-END_TEST
-
-START_TEST(interior_free_aborts)
-{
-	expect_report("interior-free", NULL, "invalid free", "inside of a block", true);
 }
 END_TEST
 
@@ -348,13 +330,9 @@ Suite *process_suite(void)
 	/* Pointers outside every segment are caught in every configuration; double and
 	 * interior frees need the live bitmap. */
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		tcase_add_test(tc, double_free_aborts);
-		tcase_add_test(tc, xthread_double_free_aborts);
-		tcase_add_test(tc, xthread_after_collect_aborts);
-		tcase_add_test(tc, xthread_after_local_aborts);
-		tcase_add_test(tc, xthread_interior_aborts);
+		tcase_add_loop_test(tc, bad_free_aborts, 0,
+				    (int)(sizeof(bad_frees) / sizeof(bad_frees[0])));
 		tcase_add_test(tc, xthread_stale_mark_ok);
-		tcase_add_test(tc, interior_free_aborts);
 		tcase_add_test(tc, warn_mode_continues);
 	} else {
 		printf("CONFIG_DEBUG_DOUBLE_FREE=n: double and interior free tests not built\n");
