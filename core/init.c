@@ -77,7 +77,7 @@ void process_init(void)
 	sefer_list_key |= 1;
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
 		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
-	sefer_mark_key |= 1;	/* never 0: a zeroed word at address 0 ... is not a mark either */
+	sefer_mark_key |= 1;	/* odd: a pending mark never equals a free mark (the address) */
 	policy_init_all();
 #ifndef _WIN32
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -20,6 +20,7 @@
 struct test {
 	ck_test_fn fn;
 	const char *name;
+	int start, end;		/* loop tests: fn(i) for i in [start, end) */
 };
 
 struct tcase {
@@ -78,11 +79,13 @@ void suite_add_tcase(Suite *s, TCase *tc)
 	s->tcases[s->ntcases++] = tc;
 }
 
-void _tcase_add_test(TCase *tc, ck_test_fn fn, const char *name)
+void _tcase_add_test(TCase *tc, ck_test_fn fn, const char *name, int start, int end)
 {
 	if (tc->ntests == MAX_TESTS)
 		too_many("tests in a test case");
 	tc->tests[tc->ntests].fn = fn;
+	tc->tests[tc->ntests].start = start;
+	tc->tests[tc->ntests].end = end;
 	tc->tests[tc->ntests++].name = name;
 }
 
@@ -137,12 +140,12 @@ static int skipped(const char *name)
 }
 
 /* Run one test; true if it failed. Its own frame, so nothing live is clobbered by longjmp. */
-static bool run_one(struct test *te)
+static bool run_one(struct test *te, int i)
 {
 	atomic_store(&test_failed, 0);
 	on_runner = 1;
 	if (!setjmp(test_env))
-		te->fn(0);
+		te->fn(i);
 	on_runner = 0;
 	return atomic_load(&test_failed);
 }
@@ -168,16 +171,22 @@ void srunner_run_all(SRunner *sr, enum print_output mode)
 					       te->name);
 					continue;
 				}
-				printf("RUN  %s/%s/%s\n", su->name, tc->name, te->name);
-				fflush(stdout);
-				if (run_one(te)) {
-					sr->failed++;
-					printf("FAIL %s/%s/%s\n", su->name, tc->name, te->name);
-				} else {
-					sr->passed++;
-					printf("PASS %s/%s/%s\n", su->name, tc->name, te->name);
+				for (int i = te->start; i < te->end; i++) {
+					char name[128];
+
+					snprintf(name, sizeof(name), te->end - te->start > 1 ? "%s:%d" :
+						 "%s", te->name, i);
+					printf("RUN  %s/%s/%s\n", su->name, tc->name, name);
+					fflush(stdout);
+					if (run_one(te, i)) {
+						sr->failed++;
+						printf("FAIL %s/%s/%s\n", su->name, tc->name, name);
+					} else {
+						sr->passed++;
+						printf("PASS %s/%s/%s\n", su->name, tc->name, name);
+					}
+					fflush(stdout);
 				}
-				fflush(stdout);
 			}
 		}
 	}

@@ -29,8 +29,10 @@ enum print_output { CK_SILENT, CK_MINIMAL, CK_NORMAL, CK_VERBOSE };
 Suite *suite_create(const char *name);
 TCase *tcase_create(const char *name);
 void suite_add_tcase(Suite *s, TCase *tc);
-void _tcase_add_test(TCase *tc, ck_test_fn fn, const char *name);
-#define tcase_add_test(tc, fn) _tcase_add_test((tc), (fn), #fn)
+void _tcase_add_test(TCase *tc, ck_test_fn fn, const char *name, int start, int end);
+#define tcase_add_test(tc, fn) _tcase_add_test((tc), (fn), #fn, 0, 1)
+/* fn(_i) for each _i in [start, end), each a test of its own (named fn:_i). */
+#define tcase_add_loop_test(tc, fn, start, end) _tcase_add_test((tc), (fn), #fn, (start), (end))
 void tcase_set_timeout(TCase *tc, double seconds);
 
 SRunner *srunner_create(Suite *s);
