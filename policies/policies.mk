@@ -25,9 +25,10 @@ check-policies:
 	done
 
 pol-mi := /usr/lib/x86_64-linux-gnu/libmimalloc.so.2
-$(objtree)/policies/rss_curve: $(srctree)/policies/decommit/rss_curve.c
+$(objtree)/policies/rss_curve: $(srctree)/policies/decommit/rss_curve.c \
+		$(srctree)/policies/decommit/workload.h $(srctree)/selftest/proc_rss.h
 	$(Q)mkdir -p $(dir $@)
-	$(Q)gcc -std=gnu11 -O2 -pthread -Wall -Wextra -o $@ $<
+	$(Q)gcc -std=gnu11 -O2 -pthread -Wall -Wextra -I$(srctree) -o $@ $<
 
 policies-measure: all $(objtree)/policies/rss_curve $(addprefix $(objtree)/bench/,bulk steady large)
 	$(Q)mkdir -p $(objtree)/pol-fastbin

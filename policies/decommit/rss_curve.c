@@ -24,39 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "policies/decommit/workload.h"
+
 #define MiB ((size_t)1 << 20)
-#define RING 4096
 
 static size_t total_bytes;
 static void **blk[2];
 static size_t nblk[2];
 static pthread_barrier_t barrier;
-static _Atomic(void *) ring[RING];
-static atomic_size_t head, tail;
 
 static double rss_mib(void)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, rss = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &rss) != 2)
-			rss = 0;
-		fclose(f);
-	}
-	return (double)rss * (double)sysconf(_SC_PAGESIZE) / (double)MiB;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static size_t block_size(size_t i)
-{
-	return 32 + (i * 97 % 31) * 32;
+	return (double)proc_rss_bytes() / (double)MiB;
 }
 
 static void *churn(void *arg)
@@ -65,7 +44,7 @@ static void *churn(void *arg)
 	size_t bytes = 0, n = 0;
 
 	while (bytes < total_bytes / 2) {
-		size_t sz = block_size(n);
+		size_t sz = decommit_block_size(n);
 		unsigned char *p = malloc(sz);
 
 		if (!p)
@@ -91,36 +70,7 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-static void *producer(void *arg)
-{
-	size_t n = (size_t)(uintptr_t)arg;
-
-	for (size_t i = 0; i < n; i++) {
-		size_t sz = block_size(i);
-		unsigned char *p = malloc(sz);
-
-		p[0] = 1;
-		p[sz - 1] = 2;
-		while (atomic_load(&head) - atomic_load(&tail) >= RING)
-			sched_yield();
-		atomic_store(&ring[atomic_load(&head) % RING], p);
-		atomic_fetch_add(&head, 1);
-	}
-	return NULL;
-}
-
-static void *consumer(void *arg)
-{
-	size_t n = (size_t)(uintptr_t)arg;
-
-	for (size_t i = 0; i < n; i++) {
-		while (atomic_load(&tail) == atomic_load(&head))
-			sched_yield();
-		free(atomic_load(&ring[atomic_load(&tail) % RING]));
-		atomic_fetch_add(&tail, 1);
-	}
-	return NULL;
-}
+static struct decommit_pipe pipe_q = { .alloc = malloc, .release = free };
 
 int main(int argc, char **argv)
 {
@@ -149,7 +99,7 @@ int main(int argc, char **argv)
 		munmap(blk[i], cap * sizeof(void *));
 	printf("rss exited %.1f\n", rss_mib());
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
-		sleep_ms(at[i] - slept);
+		decommit_sleep_ms(at[i] - slept);
 		slept = at[i];
 		printf("rss +%ldms %.1f\n", at[i], rss_mib());
 	}
@@ -157,13 +107,14 @@ int main(int argc, char **argv)
 	size_t n = 2048 * MiB / 512;
 	double base = rss_mib();
 
-	pthread_create(&t[0], NULL, producer, (void *)(uintptr_t)n);
-	pthread_create(&t[1], NULL, consumer, (void *)(uintptr_t)n);
-	while (atomic_load(&tail) < n) {
+	pipe_q.total = n;
+	pthread_create(&t[0], NULL, decommit_producer, &pipe_q);
+	pthread_create(&t[1], NULL, decommit_consumer, &pipe_q);
+	while (atomic_load(&pipe_q.tail) < n) {
 		double r = rss_mib();
 
 		peak = r > peak ? r : peak;
-		sleep_ms(2);
+		decommit_sleep_ms(2);
 	}
 	pthread_join(t[0], NULL);
 	pthread_join(t[1], NULL);

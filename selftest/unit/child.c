@@ -12,21 +12,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "selftest/proc_rss.h"
 #include "unit.h"
 
 const char *unit_self_path;
 
 size_t rss_bytes(void)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, rss = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &rss) != 2)
-			rss = 0;
-		fclose(f);
-	}
-	return rss * (size_t)sysconf(_SC_PAGESIZE);
+	return proc_rss_bytes();
 }
 
 int run_child(const char *mode, const char *const *env, char *buf, size_t len)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/options.h"
+#include "policies/decommit/workload.h"
 #include "unit.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -53,11 +54,6 @@ static void *map(size_t bytes)
 	return p;
 }
 
-static size_t block_size(size_t i)
-{
-	return 32 + (i * 97 % 31) * 32; /* 32 .. 992 bytes, average ~512 */
-}
-
 static void *churn_thread(void *arg)
 {
 	int me = (int)(intptr_t)arg;
@@ -65,7 +61,7 @@ static void *churn_thread(void *arg)
 	size_t bytes = 0, n = 0;
 
 	while (bytes < TOTAL / 2) {
-		size_t sz = block_size(n);
+		size_t sz = decommit_block_size(n);
 		unsigned char *p = sefer_malloc(sz);
 
 		ck_assert_ptr_nonnull(p);
@@ -86,13 +82,6 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 START_TEST(decommit_rss_returns)
 {
 	size_t cap = TOTAL / 32 + 1024, start, peak = 0, end;
@@ -111,7 +100,7 @@ START_TEST(decommit_rss_returns)
 	for (int i = 0; i < 2; i++)
 		munmap(halves[i].blk, cap * sizeof(void *));
 	peak = rss_bytes();
-	sleep_ms((long)sefer_opt.purge_delay_ms + 20);
+	decommit_sleep_ms((long)sefer_opt.purge_delay_ms + 20);
 	end = rss_bytes();
 	if (CHECK_RSS)
 		ck_assert_msg(end <= start + SLACK,
@@ -122,41 +111,7 @@ START_TEST(decommit_rss_returns)
 }
 END_TEST
 
-#define RING 4096
-
-static _Atomic(void *) ring[RING];
-static atomic_size_t head, tail;
-
-static void *producer(void *arg)
-{
-	size_t total = (size_t)(uintptr_t)arg;
-
-	for (size_t i = 0; i < total; i++) {
-		size_t sz = block_size(i);
-		unsigned char *p = sefer_malloc(sz);
-
-		p[0] = 1;
-		p[sz - 1] = 2;
-		while (atomic_load(&head) - atomic_load(&tail) >= RING)
-			sched_yield();
-		atomic_store(&ring[atomic_load(&head) % RING], p);
-		atomic_fetch_add(&head, 1);
-	}
-	return NULL;
-}
-
-static void *consumer(void *arg)
-{
-	size_t total = (size_t)(uintptr_t)arg;
-
-	for (size_t i = 0; i < total; i++) {
-		while (atomic_load(&tail) == atomic_load(&head))
-			sched_yield();
-		sefer_free(atomic_load(&ring[atomic_load(&tail) % RING]));
-		atomic_fetch_add(&tail, 1);
-	}
-	return NULL;
-}
+static struct decommit_pipe pipe_q = { .alloc = sefer_malloc, .release = sefer_free };
 
 START_TEST(decommit_prodcons_bounded)
 {
@@ -166,13 +121,14 @@ START_TEST(decommit_prodcons_bounded)
 
 	sefer_collect(true);
 	start = rss_bytes();
-	pthread_create(&p, NULL, producer, (void *)(uintptr_t)total);
-	pthread_create(&c, NULL, consumer, (void *)(uintptr_t)total);
-	while (atomic_load(&tail) < total) {
+	pipe_q.total = total;
+	pthread_create(&p, NULL, decommit_producer, &pipe_q);
+	pthread_create(&c, NULL, decommit_consumer, &pipe_q);
+	while (atomic_load(&pipe_q.tail) < total) {
 		size_t now = rss_bytes();
 
 		peak = now > peak ? now : peak;
-		sleep_ms(2);
+		decommit_sleep_ms(2);
 	}
 	pthread_join(p, NULL);
 	pthread_join(c, NULL);
