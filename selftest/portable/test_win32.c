@@ -16,6 +16,7 @@
 
 #include "core/config.h"
 #include "sefer/os.h"
+#include "bad_frees.h"
 #include "unit.h"
 
 Suite *win32_suite(void);
@@ -116,27 +117,17 @@ static void expect_report(const char *mode, const char *const *env, const char *
 	ck_assert_msg(code == (aborts ? ABORT_CODE : 0), "exit code %d: %s", code, out);
 }
 
-START_TEST(double_free_aborts)
-{
-	expect_report("double-free", NULL, "double free", "already free", true);
-}
-END_TEST
+static const struct bad_free bad_frees[] = { BAD_FREES_COMMON };
 
-START_TEST(xthread_double_free_aborts)
+START_TEST(bad_free_aborts)
 {
-	expect_report("xthread-double-free", NULL, "double free", "already free", true);
+	expect_report(bad_frees[_i].mode, NULL, bad_frees[_i].what, bad_frees[_i].reason, true);
 }
 END_TEST
 
 START_TEST(invalid_free_aborts)
 {
 	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
-}
-END_TEST
-
-START_TEST(interior_free_aborts)
-{
-	expect_report("interior-free", NULL, "invalid free", "inside of a block", true);
 }
 END_TEST
 
@@ -421,9 +412,8 @@ Suite *win32_suite(void)
 	tcase_add_test(tt, fast_path_cost);
 	suite_add_tcase(s, tt);
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		tcase_add_test(te, double_free_aborts);
-		tcase_add_test(te, xthread_double_free_aborts);
-		tcase_add_test(te, interior_free_aborts);
+		tcase_add_loop_test(te, bad_free_aborts, 0,
+				    (int)(sizeof(bad_frees) / sizeof(bad_frees[0])));
 		tcase_add_test(te, warn_mode_continues);
 	}
 	tcase_add_test(te, invalid_free_aborts);

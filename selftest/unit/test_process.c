@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/segment.h"
+#include "bad_frees.h"
 #include "unit.h"
 
 static char out[8192];
@@ -229,15 +230,11 @@ static void expect_report(const char *mode, const char *const *env, const char *
 }
 
 /* Each bad free reported with its address and reason, then abort (CONFIG_DEBUG_DOUBLE_FREE). */
-static const struct {
-	const char *mode, *what, *reason;
-} bad_frees[] = {
-	{ "double-free", "double free", "already free" },
-	{ "xthread-double-free", "double free", "already free" },	/* pending */
+static const struct bad_free bad_frees[] = {
+	BAD_FREES_COMMON,
 	{ "xthread-after-collect", "double free", "already free" },
 	{ "xthread-after-local", "double free", "already free" },
 	{ "xthread-interior", "invalid free", "inside of a block" },
-	{ "interior-free", "invalid free", "inside of a block" },
 };
 
 START_TEST(bad_free_aborts)
