@@ -119,34 +119,24 @@ static void expect_report(const char *mode, const char *const *env, const char *
 
 static const struct bad_free bad_frees[] = { BAD_FREES_COMMON };
 
+static const struct bad_free bad_frees_always[] = { BAD_FREES_ALWAYS };
+
+static void expect_bad_free(const struct bad_free *t)
+{
+	static const char *const warn_env[] = { "SEFER_ON_ERROR=warn", NULL };
+
+	expect_report(t->mode, t->warn ? warn_env : NULL, t->what, t->reason, !t->warn);
+}
+
 START_TEST(bad_free_aborts)
 {
-	expect_report(bad_frees[_i].mode, NULL, bad_frees[_i].what, bad_frees[_i].reason, true);
+	expect_bad_free(&bad_frees[_i]);
 }
 END_TEST
 
-START_TEST(invalid_free_aborts)
+START_TEST(bad_free_always)
 {
-	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
-}
-END_TEST
-
-START_TEST(large_double_free_aborts)
-{
-	/* without large_cache the segment went back to the OS at the first free */
-	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE))
-		expect_report("large-double-free", NULL, "double free", "already free", true);
-	else
-		expect_report("large-double-free", NULL, "invalid free", "not allocated by sefer",
-			      true);
-}
-END_TEST
-
-START_TEST(warn_mode_continues)
-{
-	static const char *const env[] = { "SEFER_ON_ERROR=warn", NULL };
-
-	expect_report("warn", env, "double free", "already free", false);
+	expect_bad_free(&bad_frees_always[_i]);
 }
 END_TEST
 
@@ -414,10 +404,9 @@ Suite *win32_suite(void)
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 		tcase_add_loop_test(te, bad_free_aborts, 0,
 				    (int)(sizeof(bad_frees) / sizeof(bad_frees[0])));
-		tcase_add_test(te, warn_mode_continues);
 	}
-	tcase_add_test(te, invalid_free_aborts);
-	tcase_add_test(te, large_double_free_aborts);
+	tcase_add_loop_test(te, bad_free_always, 0,
+			    (int)(sizeof(bad_frees_always) / sizeof(bad_frees_always[0])));
 	tcase_add_test(te, bad_env_named);
 	suite_add_tcase(s, te);
 	return s;

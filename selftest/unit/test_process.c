@@ -232,14 +232,29 @@ static void expect_report(const char *mode, const char *const *env, const char *
 /* Each bad free reported with its address and reason, then abort (CONFIG_DEBUG_DOUBLE_FREE). */
 static const struct bad_free bad_frees[] = {
 	BAD_FREES_COMMON,
-	{ "xthread-after-collect", "double free", "already free" },
-	{ "xthread-after-local", "double free", "already free" },
-	{ "xthread-interior", "invalid free", "inside of a block" },
+	{ "xthread-after-collect", "double free", "already free", false },
+	{ "xthread-after-local", "double free", "already free", false },
+	{ "xthread-interior", "invalid free", "inside of a block", false },
 };
+
+static const struct bad_free bad_frees_always[] = { BAD_FREES_ALWAYS };
+
+static void expect_bad_free(const struct bad_free *t)
+{
+	static const char *const warn_env[] = { "SEFER_ON_ERROR=warn", NULL };
+
+	expect_report(t->mode, t->warn ? warn_env : NULL, t->what, t->reason, !t->warn);
+}
 
 START_TEST(bad_free_aborts)
 {
-	expect_report(bad_frees[_i].mode, NULL, bad_frees[_i].what, bad_frees[_i].reason, true);
+	expect_bad_free(&bad_frees[_i]);
+}
+END_TEST
+
+START_TEST(bad_free_always)
+{
+	expect_bad_free(&bad_frees_always[_i]);
 }
 END_TEST
 
@@ -250,32 +265,6 @@ START_TEST(xthread_stale_mark_ok)
 
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
 	ck_assert_msg(!strstr(out, "sefer:"), "unexpected report: %s", out);
-}
-END_TEST
-
-START_TEST(invalid_free_aborts)
-{
-	expect_report("invalid-free", NULL, "invalid free", "not allocated by sefer", true);
-}
-END_TEST
-
-START_TEST(large_double_free_aborts)
-{
-	/* the segment went back to the OS at the first free: the table no longer knows it */
-	/* With large_cache the freed segment stays mapped, so the second free is named exactly. */
-	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE))
-		expect_report("large-double-free", NULL, "double free", "already free", true);
-	else
-		expect_report("large-double-free", NULL, "invalid free", "not allocated by sefer",
-			      true);
-}
-END_TEST
-
-START_TEST(warn_mode_continues)
-{
-	static const char *const env[] = { "SEFER_ON_ERROR=warn", NULL };
-
-	expect_report("warn", env, "double free", "already free", false);
 }
 END_TEST
 
@@ -330,12 +319,11 @@ Suite *process_suite(void)
 		tcase_add_loop_test(tc, bad_free_aborts, 0,
 				    (int)(sizeof(bad_frees) / sizeof(bad_frees[0])));
 		tcase_add_test(tc, xthread_stale_mark_ok);
-		tcase_add_test(tc, warn_mode_continues);
 	} else {
 		printf("CONFIG_DEBUG_DOUBLE_FREE=n: double and interior free tests not built\n");
 	}
-	tcase_add_test(tc, invalid_free_aborts);
-	tcase_add_test(tc, large_double_free_aborts);
+	tcase_add_loop_test(tc, bad_free_always, 0,
+			    (int)(sizeof(bad_frees_always) / sizeof(bad_frees_always[0])));
 	if (IS_ENABLED(CONFIG_HARDENED))
 		tcase_add_test(tc, corrupt_link_detected);
 	tcase_add_test(tc, bad_env_named);
