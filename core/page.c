@@ -217,15 +217,23 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 	return true;
 }
 
-/* A full page got a block back: return it to the front of its bin queue. */
+/*
+ * A full page got a block back: return it to the *back* of its bin queue. At the front it
+ * would serve the next malloc with its one free block and be full again at the one after
+ * (full/unfull ping-pong through page_find); at the back the pages ahead of it are used first
+ * and it collects more frees meanwhile. The direct table changes only when the queue was
+ * empty, since only then does the page become the first.
+ */
 void page_unfull(struct heap *heap, struct page *pg)
 {
+	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t old = XT_FULL;
 
 	pg->flags &= (uint16_t)~PAGE_FULL;
 	queue_remove(&heap->full, pg);
-	queue_push_front(&heap->bins[pg->bin], pg);
-	heap_direct_update(heap, pg->bin);
+	queue_push_back(q, pg);
+	if (q->first == pg)
+		heap_direct_update(heap, pg->bin);
 	/* FULL -> NORMAL; if a pusher got there first, draining resets the tag later. */
 	atomic_compare_exchange_strong_explicit(&pg->xthread, &old, XT_NORMAL, memory_order_relaxed,
 						memory_order_relaxed);
