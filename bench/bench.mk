@@ -12,7 +12,8 @@
 # The programs are ordinary programs that call malloc: they are built with plain gcc, not
 # with SEFER_CFLAGS, and the allocator under test is swapped in with LD_PRELOAD.
 
-bench-names := bulk steady vecgrow larson mstress prodcons large
+bench-names := bulk steady vecgrow larson mstress prodcons large larson-rounds randpos threadgen \
+	bignum largewin
 bench-progs := $(addprefix $(objtree)/bench/,$(bench-names))
 BENCH_CC ?= gcc
 BENCH_CFLAGS := -std=gnu11 -O2 -pthread -Wall -Wextra
@@ -20,6 +21,12 @@ BENCH_RUN := /usr/bin/python3 $(srctree)/bench/run.py --bindir $(objtree)/bench 
 	--sefer $(shared-lib)
 
 $(objtree)/bench/%: $(srctree)/bench/%.c $(srctree)/bench/common.h
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+
+# larson-rounds is built from larson_rounds.c
+$(objtree)/bench/larson-rounds: $(srctree)/bench/larson_rounds.c $(srctree)/bench/common.h
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
 	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -ldl

@@ -75,6 +75,29 @@ static inline uint64_t bench_parse_u64(const struct bench_opts *o,
 	return v;
 }
 
+/*
+ * Take a workload-specific option "NAME VALUE" out of argv before
+ * bench_parse sees it: return its value parsed like --ops (k/m/g suffixes),
+ * or def when it is absent. Call it for each own option, then bench_parse.
+ */
+static inline uint64_t bench_take_u64(const struct bench_opts *o, int *argc,
+				      char **argv, const char *name,
+				      uint64_t def)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], name))
+			continue;
+		if (i + 1 >= *argc)
+			bench_usage(o, NULL);
+		def = bench_parse_u64(o, argv[i + 1]);
+		for (int j = i; j + 2 <= *argc; j++)
+			argv[j] = argv[j + 2];
+		*argc -= 2;
+		i--;
+	}
+	return def;
+}
+
 /* Parse the common options; defaults come in through *o. */
 static inline void bench_parse(struct bench_opts *o, int argc, char **argv,
 			       const char *extra)
