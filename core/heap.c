@@ -2,11 +2,19 @@
 /*
  * Heaps: creation, thread exit (abandonment), adoption of abandoned segments, the heap pool.
  *
- * Lock order (outermost first): pool_lock -> abandoned_lock -> registry lock (sync.h).
+ * Lock order (outermost first): pool_lock -> abandoned_lock -> spare_lock (segment.c) ->
+ * registry lock (sync.h).
  *   pool_lock       protects the pool of exited heaps and the list of all heaps.
  *   abandoned_lock  protects the abandoned-segment list (segments with owner == NULL).
  * A segment leaves the abandoned list only after a thread won the CAS owner NULL -> heap, so
- * exactly one thread adopts it.
+ * exactly one thread adopts it. A purge of abandoned segments holds each one for its duration
+ * by the CAS owner NULL -> HELD_OWNER, so no adopter touches it meanwhile.
+ *
+ * Thread exit keeps memory warm for the next thread: empty segments become spares, abandoned
+ * ones keep their dirty free slots until their purge deadline (segment.c, "Purge timing").
+ * The heap that leaves at most one other live heap behind (the last worker of a process
+ * whose main thread waits) purges all of it at once, so RSS does not wait for a deadline
+ * that no slow path would ever check.
  */
 #include <string.h>
 
@@ -27,6 +35,7 @@ static struct heap *heap_pool;
 static struct heap *heap_all;
 static struct spinlock abandoned_lock = SPINLOCK_INIT;
 static struct segment *abandoned;
+static atomic_int heaps_live; /* heaps of running threads */
 
 static void heap_reset(struct heap *heap)
 {
@@ -75,6 +84,7 @@ struct heap *heap_init_thread(void)
 	heap_reset(heap);
 	heap->tid = sefer_os.thread_id();
 	heap->live = true;
+	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
 	sefer_heap = heap;
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
 	sefer_os.thread_exit_hook(heap_thread_exit, heap);
@@ -114,11 +124,13 @@ static void segment_mark_never(struct segment *seg)
 	}
 }
 
-static void abandon_segments(struct heap *heap, struct segment *list)
+static void abandon_segments(struct heap *heap, struct segment *list, uint64_t now)
 {
 	struct segment *seg, *next;
 
 	for (seg = list; seg; seg = next) {
+		uint64_t due = segment_deadline(seg, now);
+
 		next = seg->next;
 		spin_lock(&abandoned_lock);
 		seg->prev = NULL;
@@ -130,7 +142,61 @@ static void abandon_segments(struct heap *heap, struct segment *list)
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 		spin_unlock(&abandoned_lock);
 		stat_add(&sefer_gstats.abandoned, NULL, 1);
+		if (due)
+			global_purge_at(due);
 	}
+}
+
+/*
+ * Purge the dirty slots of abandoned segments that are due (all with force), each held by
+ * HELD_OWNER meanwhile; returns the next deadline or 0.
+ */
+static uint64_t abandoned_purge(uint64_t now, bool force)
+{
+	uint64_t next = 0;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+		return 0;
+	spin_lock(&abandoned_lock);
+	for (struct segment *seg = abandoned; seg; seg = seg->next) {
+		struct heap *expect = NULL;
+
+		/* acquire: pairs with the release store of NULL in abandon_segments(). A failed
+		 * CAS means an adopter owns it and removes it from the list soon. */
+		if (!atomic_compare_exchange_strong_explicit(&seg->owner, &expect, HELD_OWNER,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		if (seg->dirty_pages) {
+			if (force || now >= seg->purge_at)
+				purge_dirty(seg);
+			else if (!next || seg->purge_at < next)
+				next = seg->purge_at;
+		}
+		/* release: the next adopter sees the purged slot bits */
+		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
+	}
+	spin_unlock(&abandoned_lock);
+	return next;
+}
+
+/*
+ * Purge the spare and abandoned segments whose deadline passed (all with force) and set
+ * sefer_purge_at to the next deadline. Any thread, no lock held.
+ */
+void global_purge(uint64_t now, bool force)
+{
+	uint64_t next, n;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	atomic_store_explicit(&sefer_purge_at, 0, memory_order_relaxed);
+	next = spare_purge(now, force);
+	n = abandoned_purge(now, force);
+	if (n && (!next || n < next))
+		next = n;
+	if (next)
+		global_purge_at(next);
 }
 
 void heap_abandon(struct heap *heap)
@@ -153,26 +219,24 @@ void heap_abandon(struct heap *heap)
 		queue_push_back(&heap->bins[pg->bin], pg);
 	}
 	policy_heap_exit_all(heap);
-	heap_release_empty(heap);
-	while (heap->cache) {
-		struct segment *seg = heap->cache;
+	heap_release_empty(heap); /* segments it empties become spares (heap->live is false) */
+	heap_cache_to_spares(heap);
+	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
+	uint64_t now = sefer_os.clock_ms();
 
-		heap->cache = seg->next;
-		segment_release(seg);
-	}
-	for (struct segment *seg = heap->segments; seg; seg = seg->next)
-		segment_purge(heap, seg, 0, true);
-	for (struct segment *seg = heap->full_segments; seg; seg = seg->next)
-		segment_purge(heap, seg, 0, true);
-	/* 4. What still holds live blocks goes to the abandoned list. */
-	abandon_segments(heap, heap->segments);
-	abandon_segments(heap, heap->full_segments);
+	abandon_segments(heap, heap->segments, now);
+	abandon_segments(heap, heap->full_segments, now);
 	heap_reset(heap);
 	sefer_heap = &heap_empty;
 	spin_lock(&pool_lock);
 	heap->next_free = heap_pool;
 	heap_pool = heap;
 	spin_unlock(&pool_lock);
+	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps
+	 * kept. Every heap puts its segments on the lists above before this decrement, so the
+	 * one that takes the count to 1 or 0 purges all of them. */
+	if (atomic_fetch_sub_explicit(&heaps_live, 1, memory_order_seq_cst) <= 2)
+		global_purge(now, true);
 }
 
 void abandoned_remove(struct segment *seg)
@@ -232,7 +296,9 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 		heap->segments = seg;
 	else
 		heap->full_segments = seg;
-	seg->purge_at = 0;
+	/* dirty slots keep their deadline, now on this heap's schedule */
+	if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
+		heap->next_purge = seg->purge_at;
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;
 		pg->flags = 0;
@@ -266,16 +332,19 @@ void heap_fork_prepare(void)
 {
 	spin_lock(&pool_lock);
 	spin_lock(&abandoned_lock);
+	spare_fork_prepare();
 }
 
 void heap_fork_parent(void)
 {
+	spare_fork_parent();
 	spin_unlock(&abandoned_lock);
 	spin_unlock(&pool_lock);
 }
 
 void heap_fork_child(void)
 {
+	spare_fork_child();
 	spin_reset(&abandoned_lock);
 	spin_reset(&pool_lock);
 }

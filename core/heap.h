@@ -11,7 +11,7 @@
  * thread free). Heap structs are never unmapped: at thread exit a heap is abandoned (its
  * segments handed to the abandoned list) and the struct goes to a pool for the next thread.
  *
- * Lock order (outermost first): heap_pool_lock -> abandoned_lock -> registry lock.
+ * Lock order (outermost first): heap_pool_lock -> abandoned_lock -> spare_lock -> registry lock.
  */
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H
@@ -67,6 +67,7 @@ void heap_abandon(struct heap *heap) SEFER_INTERNAL;
 bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 struct segment *abandoned_pop(struct heap *heap) SEFER_INTERNAL;
 void abandoned_remove(struct segment *seg) SEFER_INTERNAL;
+void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
 void heap_fork_prepare(void) SEFER_INTERNAL;
 void heap_fork_parent(void) SEFER_INTERNAL;

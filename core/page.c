@@ -293,16 +293,25 @@ void page_retire(struct heap *heap, struct page *pg)
 	heap_direct_update(heap, pg->bin);
 }
 
+/*
+ * Purge what is due: this heap's segments (and its cached empty ones), then the spare and
+ * abandoned segments of exited heaps when the global deadline has passed. All with force.
+ */
 static void heap_purge_due(struct heap *heap, bool force)
 {
 	uint64_t now = sefer_os.clock_ms();
+	uint64_t global = atomic_load_explicit(&sefer_purge_at, memory_order_relaxed);
 
-	if (!force && now < heap->next_purge)
+	if (force || (global && now >= global))
+		global_purge(now, force);
+	if (!force && (!heap->next_purge || now < heap->next_purge))
 		return;
 	heap->next_purge = 0;
 	for (struct segment *s = heap->segments; s; s = s->next)
 		segment_purge(heap, s, now, force);
 	for (struct segment *s = heap->full_segments; s; s = s->next)
+		segment_purge(heap, s, now, force);
+	for (struct segment *s = heap->cache; s; s = s->next)
 		segment_purge(heap, s, now, force);
 }
 
@@ -328,7 +337,8 @@ struct page *page_find(struct heap *heap, unsigned bin)
 		if (!page_to_full(heap, pg))
 			goto found;
 	}
-	if (IS_ENABLED(CONFIG_DECOMMIT) && heap->next_purge)
+	if (IS_ENABLED(CONFIG_DECOMMIT) &&
+	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
 		heap_purge_due(heap, false);
 	pg = span_alloc(heap, bin_span_pages(bin));
 	if (!pg)

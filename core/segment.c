@@ -3,9 +3,23 @@
  * Segments: mapping, spans of pages, purging, release.
  *
  * A small segment is owned by one heap and lives on exactly one of its lists: heap->segments
- * (has free page slots), heap->full_segments (none), heap->cache (empty, kept for reuse), or
- * the global abandoned list (owner NULL, see heap.c). Everything here runs on the owning
- * thread's slow path without locks, except the registry and segment-table updates.
+ * (has free page slots), heap->full_segments (none), heap->cache (empty, kept for reuse), the
+ * global abandoned list (owner NULL, see heap.c) or the global spare list (owner HELD_OWNER:
+ * empty segments of exited heaps, kept for the next thread). Everything here runs on the owning
+ * thread's slow path without locks, except the registry and segment-table updates and the
+ * spare list (spare_lock).
+ *
+ * Purge timing: a slot that becomes free and dirty is purged once it has stayed so for
+ * SEFER_PURGE_DELAY_MS (seg->purge_at), by the owner's slow path (heap_purge_due). Empty
+ * segments in a heap's cache and on the spare list keep their memory until then too, so a
+ * heap that empties and refills a segment, or a thread generation that follows an exited
+ * one, reuses warm memory instead of faulting it in again (and the purge's TLB shootdown is
+ * saved). Spare and abandoned segments have no owner to purge them: their deadlines feed
+ * sefer_purge_at, which every thread's slow path checks (global_purge_due), and the last
+ * heap but one to exit purges them all at once (heap_abandon), so an idle process's RSS
+ * still follows its live set.
+ *
+ * Lock order: spare_lock is taken with no other lock held, or inside abandoned_lock.
  *
  * Page-slot states (bit masks in the header): in a span (~free_pages); free and never used
  * since mapped (reads as zero); free and dirty (committed, old contents); free and purged
@@ -17,6 +31,7 @@
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/init.h"
+#include "core/lock.h"
 #include "core/options.h"
 #include "core/segtab.h"
 #include "core/stats.h"
@@ -58,10 +73,115 @@ static void *segment_map(struct heap *heap, size_t size, int *node)
 	return mem;
 }
 
+static void purge_slots(struct segment *seg, uint64_t mask);
+
 static void segment_publish(struct segment *seg)
 {
 	sync_registry_add(&seg->reg);
 	segtab_insert(seg);
+}
+
+/* ---- spare segments (empty, of exited heaps) ---- */
+static struct spinlock spare_lock = SPINLOCK_INIT;
+static struct segment *spare;
+static unsigned nspare;
+_Atomic(uint64_t) sefer_purge_at; /* earliest spare/abandoned purge deadline, 0 = none */
+
+/* Lower the global deadline to `when` (a spare or abandoned segment has dirty slots). */
+void global_purge_at(uint64_t when)
+{
+	uint64_t cur = atomic_load_explicit(&sefer_purge_at, memory_order_relaxed);
+
+	while ((!cur || when < cur) &&
+	       !atomic_compare_exchange_weak_explicit(&sefer_purge_at, &cur, when,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* seg's dirty slots are due at purge_at (set now + delay if unset); 0 if none are dirty. */
+uint64_t segment_deadline(struct segment *seg, uint64_t now)
+{
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
+		return 0;
+	if (!seg->purge_at)
+		seg->purge_at = now + sefer_opt.purge_delay_ms;
+	return seg->purge_at;
+}
+
+/*
+ * An empty segment of an exiting heap: keep it for the next thread, dirty until its deadline,
+ * or release it when SPARE_MAX are kept already.
+ */
+static void spare_put(struct segment *seg, uint64_t now)
+{
+	uint64_t due = segment_deadline(seg, now);
+
+	spin_lock(&spare_lock);
+	if (nspare >= SPARE_MAX) {
+		spin_unlock(&spare_lock);
+		segment_release(seg);
+		return;
+	}
+	atomic_store_explicit(&seg->owner, HELD_OWNER, memory_order_relaxed);
+	list_push(&spare, seg);
+	nspare++;
+	spin_unlock(&spare_lock);
+	if (due)
+		global_purge_at(due);
+}
+
+/* A spare segment for heap (now owned by it), or NULL. */
+static struct segment *spare_take(struct heap *heap)
+{
+	struct segment *seg;
+
+	if (!__atomic_load_n(&spare, __ATOMIC_RELAXED))
+		return NULL;
+	spin_lock(&spare_lock);
+	seg = spare;
+	if (seg) {
+		list_remove(&spare, seg);
+		nspare--;
+		/* relaxed: spare_lock orders the last holder's writes to the header before ours */
+		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
+	}
+	spin_unlock(&spare_lock);
+	return seg;
+}
+
+/* Purge the spare segments that are due (all with force); returns the next deadline or 0. */
+uint64_t spare_purge(uint64_t now, bool force)
+{
+	uint64_t next = 0;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&spare, __ATOMIC_RELAXED))
+		return 0;
+	spin_lock(&spare_lock);
+	for (struct segment *seg = spare; seg; seg = seg->next) {
+		if (!seg->dirty_pages)
+			continue;
+		if (force || now >= seg->purge_at)
+			purge_slots(seg, seg->dirty_pages);
+		else if (!next || seg->purge_at < next)
+			next = seg->purge_at;
+	}
+	spin_unlock(&spare_lock);
+	return next;
+}
+
+void spare_fork_prepare(void)
+{
+	spin_lock(&spare_lock);
+}
+
+void spare_fork_parent(void)
+{
+	spin_unlock(&spare_lock);
+}
+
+void spare_fork_child(void)
+{
+	spin_reset(&spare_lock);
 }
 
 struct segment *segment_alloc_small(struct heap *heap)
@@ -73,6 +193,10 @@ struct segment *segment_alloc_small(struct heap *heap)
 	if (seg) {
 		list_remove(&heap->cache, seg);
 		heap->ncache--;
+	} else if ((seg = spare_take(heap))) {
+		/* its deadline, if any, moves to this heap's purge schedule */
+		if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
+			heap->next_purge = seg->purge_at;
 	} else {
 		seg = segment_map(heap, SEGMENT_SIZE, &node);
 		if (!seg)
@@ -154,6 +278,12 @@ static void purge_slots(struct segment *seg, uint64_t mask)
 	stat_add(&sefer_gstats.purged, NULL, bytes);
 }
 
+/* Give back every dirty slot of seg now (its owner, or the holder of HELD_OWNER). */
+void purge_dirty(struct segment *seg)
+{
+	purge_slots(seg, seg->dirty_pages);
+}
+
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
@@ -179,19 +309,39 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 	}
 }
 
-/* An empty small segment: keep it in the heap's cache (purged) or unmap it. */
+/*
+ * An empty small segment: keep it in the heap's cache, dirty until its purge deadline (an
+ * alloc-N/free-N pattern that empties a segment refills it warm), or unmap it. An exiting
+ * heap's empty segments become spares for the next thread.
+ */
 void segment_free(struct heap *heap, struct segment *seg)
 {
 	list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
-	if (CONFIG_SEGMENT_CACHE > 0 && heap->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE && heap->live) {
-		if (IS_ENABLED(CONFIG_DECOMMIT))
-			purge_slots(seg, seg->dirty_pages);
-		seg->purge_at = 0;
+	if (!heap->live) {
+		spare_put(seg, sefer_os.clock_ms());
+		return;
+	}
+	if (CONFIG_SEGMENT_CACHE > 0 && heap->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE) {
 		list_push(&heap->cache, seg);
 		heap->ncache++;
+		schedule_purge(heap, seg);
 		return;
 	}
 	segment_release(seg);
+}
+
+/* The exiting heap's cached empty segments become spares. */
+void heap_cache_to_spares(struct heap *heap)
+{
+	uint64_t now = heap->cache ? sefer_os.clock_ms() : 0;
+
+	while (heap->cache) {
+		struct segment *seg = heap->cache;
+
+		list_remove(&heap->cache, seg);
+		spare_put(seg, now);
+	}
+	heap->ncache = 0;
 }
 
 /* First slot of a run of n free slots in mask, or -1. */

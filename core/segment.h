@@ -83,6 +83,11 @@ _Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
 enum segment_kind { SEG_SMALL = 1, SEG_LARGE = 2 };
 
 #define LARGE_OWNER ((struct heap *)1)
+/* Held by the allocator itself, by no heap: a spare segment, or an abandoned one being purged.
+ * Nobody adopts it and every free into it is refused or pushed like a cross-thread free. */
+#define HELD_OWNER ((struct heap *)2)
+/* Spare segments kept process-wide (segment.c) */
+#define SPARE_MAX (4 * (CONFIG_SEGMENT_CACHE > 0 ? CONFIG_SEGMENT_CACHE : 1))
 
 struct segment {
 	_Atomic(struct heap *) owner;
@@ -330,5 +335,14 @@ void segment_release(struct segment *seg) SEFER_INTERNAL;
 struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
+void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
+uint64_t segment_deadline(struct segment *seg, uint64_t now) SEFER_INTERNAL;
+void purge_dirty(struct segment *seg) SEFER_INTERNAL;
+uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;
+void global_purge_at(uint64_t when) SEFER_INTERNAL;
+extern _Atomic(uint64_t) sefer_purge_at SEFER_INTERNAL;
+void spare_fork_prepare(void) SEFER_INTERNAL;
+void spare_fork_parent(void) SEFER_INTERNAL;
+void spare_fork_child(void) SEFER_INTERNAL;
 
 #endif
