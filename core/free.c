@@ -151,9 +151,7 @@ void free_slow(struct heap *heap, void *p)
 {
 	struct segment *seg = segment_of(p);
 	struct page *pg = page_of(seg, p);
-	/* acquire: when owner is NULL, pairs with abandon_segments()'s release store, though
-	 * the adopting CAS below acquires again, which is what the adopter relies on. */
-	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
+	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
 
 	if (owner == LARGE_OWNER) {
 		large_free(seg, p);
@@ -170,27 +168,10 @@ void free_slow(struct heap *heap, void *p)
 	}
 	if (heap == &heap_empty && !(heap = heap_init_thread()))
 		heap = &heap_empty; /* no heap to be had: still free, as a cross-thread free */
-	if (!owner) {
-		/* Abandoned by an exited thread: adopt it, then the free is local. */
-		if (heap != &heap_empty) {
-			struct heap *expect = NULL;
-
-			/* acquire: reads the NULL stored with release by the abandoning
-			 * thread, so its last writes to the pages and header are visible. */
-			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
-								    memory_order_acquire,
-								    memory_order_relaxed)) {
-				abandoned_remove(seg);
-				heap_adopt_segment(heap, seg);
-				stat_add(&sefer_gstats.reclaimed, NULL, 1);
-				if (!live_clear(seg, p)) {
-					report_bad_free(seg, p);
-					return;
-				}
-				free_local_block(heap, seg, pg, p);
-				return;
-			}
-		}
-	}
+	/* Another heap's, or abandoned by an exited thread (pushed like any cross-thread free:
+	 * the thread that next needs memory reclaims the segment and collects it). Adopting it
+	 * here would hand a thread that only frees (a main thread reaping a generation of
+	 * workers) segments it never allocates from, whose later cross-thread frees nobody
+	 * collects. */
 	xthread_free(heap, seg, pg, p);
 }

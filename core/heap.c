@@ -239,44 +239,52 @@ void heap_abandon(struct heap *heap)
 		global_purge(now, true);
 }
 
-void abandoned_remove(struct segment *seg)
+/*
+ * Adopt abandoned segments into heap (collecting the frees other threads pushed into them and
+ * giving back their empty pages) until one gives `bin` a page to allocate from or has free
+ * page slots, at most RECLAIM_TRIES of them. Called by page_find() when the heap has neither:
+ * the memory of exited threads is reused before new memory is mapped. Returns whether any
+ * segment was adopted.
+ */
+bool abandoned_reclaim(struct heap *heap, unsigned bin)
 {
-	spin_lock(&abandoned_lock);
-	if (seg->prev)
-		seg->prev->next = seg->next;
-	else
-		__atomic_store_n(&abandoned, seg->next, __ATOMIC_RELAXED);
-	if (seg->next)
-		seg->next->prev = seg->prev;
-	seg->next = seg->prev = NULL;
-	spin_unlock(&abandoned_lock);
-	stat_add(&sefer_gstats.abandoned, NULL, -1);
-}
+	bool any = false;
 
-/* Adopt some abandoned segment with free page slots for heap; NULL if none. */
-struct segment *abandoned_pop(struct heap *heap)
-{
-	struct segment *seg;
+	for (int tries = 0; tries < RECLAIM_TRIES; tries++) {
+		struct segment *seg;
 
-	if (!__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
-		return NULL;
-	spin_lock(&abandoned_lock);
-	for (seg = abandoned; seg; seg = seg->next) {
-		struct heap *expect = NULL;
+		if (!__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+			break;
+		spin_lock(&abandoned_lock);
+		for (seg = abandoned; seg; seg = seg->next) {
+			struct heap *expect = NULL;
 
-		/* acquire: pairs with the release store of NULL in abandon_segments(). */
-		if (seg->free_pages &&
-		    atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
-							    memory_order_acquire, memory_order_relaxed))
+			/* acquire: pairs with the release store of NULL in abandon_segments(). */
+			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
+								    memory_order_acquire,
+								    memory_order_relaxed))
+				break;
+		}
+		if (seg) {
+			if (seg->prev)
+				seg->prev->next = seg->next;
+			else
+				__atomic_store_n(&abandoned, seg->next, __ATOMIC_RELAXED);
+			if (seg->next)
+				seg->next->prev = seg->prev;
+			seg->next = seg->prev = NULL;
+		}
+		spin_unlock(&abandoned_lock);
+		if (!seg)
+			break;
+		any = true;
+		stat_add(&sefer_gstats.abandoned, NULL, -1);
+		stat_add(&sefer_gstats.reclaimed, NULL, 1);
+		/* false: it was empty and went to the cache or the OS */
+		if (heap_adopt_segment(heap, seg) && (seg->has_space || page_queue_usable(heap, bin)))
 			break;
 	}
-	spin_unlock(&abandoned_lock);
-	if (!seg)
-		return NULL;
-	abandoned_remove(seg);
-	stat_add(&sefer_gstats.reclaimed, NULL, 1);
-	/* It may have become empty and been cached or released. */
-	return heap_adopt_segment(heap, seg) && seg->has_space ? seg : NULL;
+	return any;
 }
 
 /*

@@ -27,6 +27,8 @@ struct heap_stats {
 	uint64_t mallocs, frees, xthread_frees, large_allocs;
 };
 
+#define RECLAIM_TRIES 8 /* abandoned segments adopted at most per page_find() miss */
+
 struct heap {
 	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
@@ -65,8 +67,7 @@ static always_inline struct heap *heap_get(void)
 struct heap *heap_init_thread(void) SEFER_INTERNAL;
 void heap_abandon(struct heap *heap) SEFER_INTERNAL;
 bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
-struct segment *abandoned_pop(struct heap *heap) SEFER_INTERNAL;
-void abandoned_remove(struct segment *seg) SEFER_INTERNAL;
+bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
 void heap_fork_prepare(void) SEFER_INTERNAL;
@@ -82,6 +83,7 @@ struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_collect(struct page *pg) SEFER_INTERNAL;
 bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
 void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
+bool page_queue_usable(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;
 void heap_collect(struct heap *heap, bool force) SEFER_INTERNAL;

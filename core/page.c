@@ -315,14 +315,30 @@ static void heap_purge_due(struct heap *heap, bool force)
 		segment_purge(heap, s, now, force);
 }
 
-/* A page of `bin` with a free block, at the front of its queue; NULL when out of memory. */
+/* Has a page of bin's queue a block to hand out, now or after collecting? (reclaim's test) */
+bool page_queue_usable(struct heap *heap, unsigned bin)
+{
+	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next)
+		if (pg->free || pg->local_free || pg->reserved < pg->capacity ||
+		    atomic_load_explicit(&pg->xthread, memory_order_relaxed) & ~XT_MASK)
+			return true;
+	return false;
+}
+
+/*
+ * A page of `bin` with a free block, at the front of its queue; NULL when out of memory.
+ * Order: the bin's queue, then (when the heap's segments have no room for a new span)
+ * abandoned segments of exited threads, then a new span.
+ */
 struct page *page_find(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
 	struct page *pg, *next;
+	bool reclaimed = false;
 
 	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
 		heap_drain_delayed(heap);
+retry:
 	for (pg = q->first; pg; pg = next) {
 		next = pg->next;
 		if (pg->free)
@@ -340,6 +356,11 @@ struct page *page_find(struct heap *heap, unsigned bin)
 	if (IS_ENABLED(CONFIG_DECOMMIT) &&
 	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
 		heap_purge_due(heap, false);
+	if (!reclaimed && !heap_has_span_space(heap, bin_span_pages(bin))) {
+		reclaimed = true;
+		if (abandoned_reclaim(heap, bin))
+			goto retry;
+	}
 	pg = span_alloc(heap, bin_span_pages(bin));
 	if (!pg)
 		return NULL;

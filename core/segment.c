@@ -367,6 +367,14 @@ static struct segment *find_space(struct heap *heap, unsigned n, int node, int *
 	return NULL;
 }
 
+/* Is there a run of n free slots in the heap's segments? */
+bool heap_has_span_space(struct heap *heap, unsigned n)
+{
+	int idx;
+
+	return find_space(heap, n, SEFER_NO_NODE, &idx) != NULL;
+}
+
 struct page *span_alloc(struct heap *heap, unsigned n)
 {
 	int node = policy_segment_node(heap); /* the numa policy: same-node segments first */
@@ -376,15 +384,10 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	if (!seg)
 		seg = find_space(heap, n, SEFER_NO_NODE, &idx);
 	if (!seg) {
-		seg = abandoned_pop(heap);
-		if (seg)
-			idx = find_run(seg->free_pages, n);
-		if (idx < 0) {
-			seg = segment_alloc_small(heap);
-			if (!seg)
-				return NULL;
-			idx = find_run(seg->free_pages, n);
-		}
+		seg = segment_alloc_small(heap);
+		if (!seg)
+			return NULL;
+		idx = find_run(seg->free_pages, n);
 	}
 
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;

@@ -333,6 +333,7 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_release(struct segment *seg) SEFER_INTERNAL;
 struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
+bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
