@@ -7,6 +7,8 @@ Usage (normally through make, see Documentation/benchmarks.rst):
   run.py --bindir build/bench --sefer build/libsefer.so [--quick]
          [--threads 1,2,4] [--reps N] [--only REGEX] [--alloc a,b]
          [--out bench/results] [--no-real] [--headline]
+  run.py --rst-summary bench/results/latest.csv     (benchmarks.rst tables)
+  run.py --md-summary [--full] bench/results/latest.csv   (README headline)
 
 Each benchmark program prints one RESULT line (see bench/common.h). Every
 configuration runs once per repetition under every allocator, the allocator
@@ -173,7 +175,21 @@ BUDGET = {
     "prodcons": (500000, 2500000, 0),
     "prodcons-1M": (20000, 100000, 0),
     "large": (20000, 100000, 0),
+    "larson-rounds": (600, 2000, 0),
+    "randpos": (1000000, 4000000, 0),
+    "threadgen": (8000, 40000, 0),
+    "threadgen-10gen": (4000, 20000, 0),
+    "bignum": (10000, 50000, 0),
+    "largewin": (30, 100, 0),
 }
+
+# Rows whose blocks are large objects (1 MiB and up): the geometric means
+# "without large" / "small-object rows" leave them out.
+LARGE_BENCHES = ("large", "largewin")
+
+
+def is_large(bench, param):
+    return bench in LARGE_BENCHES or param.endswith("-1M")
 MAX_SECS = ("0.2", "1.5", "0.6")
 QUICK, FULL, HEADLINE = 0, 1, 2
 
@@ -182,7 +198,7 @@ def micro_configs(bindir, threads, mode, pin_all, only):
     maxs = MAX_SECS[mode]
     qi = mode
     # pinned twins: everything threaded in full mode, larson only in quick
-    pinned = (lambda b: b != "large") if pin_all else (lambda b: b == "larson")
+    pinned = (lambda b: b not in LARGE_BENCHES) if pin_all else (lambda b: b == "larson")
     out = []
 
     def add(bench, param, extra, ts, budget=None):
@@ -208,6 +224,12 @@ def micro_configs(bindir, threads, mode, pin_all, only):
         "prodcons-1M")
     for mib in (4, 16, 64):
         add("large", "%dM" % mib, ["--size", "%dM" % mib], threads)
+    add("larson-rounds", "1000slots", [], threads)
+    add("randpos", "8..4K", [], threads)
+    add("threadgen", "50gen", ["--gens", "50"], threads)
+    add("threadgen", "10gen", ["--gens", "10"], threads, "threadgen-10gen")
+    add("bignum", "pi+e", [], threads)
+    add("largewin", "20x5..25M", [], threads)
     return out
 
 
@@ -516,18 +538,36 @@ def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
             rs.append("%.2f" % g if g else "-")
         cells.append("**(%s)**" % " / ".join(rs))
     lines.append("| **geometric mean** | %s |" % " | ".join(cells))
-    small = [c for c in configs if c.bench != "large"]
-    if field == "median" and len(small) not in (0, len(configs)):
+    for label, rows in subset_means(configs, field):
         cells = []
         for n in names:
             rs = []
             for r in refs:
-                g = geomean([ratio(summ, c.key, n, r, field) for c in small])
+                g = geomean([ratio(summ, c.key, n, r, field) for c in rows])
                 rs.append("%.2f" % g if g else "-")
             cells.append("(%s)" % " / ".join(rs))
-        lines.append("| geometric mean without large | %s |" % " | ".join(cells))
+        lines.append("| %s | %s |" % (label, " | ".join(cells)))
     lines.append("")
     return lines
+
+
+def subset_means(configs, field):
+    """The extra geometric-mean rows of a table: [(label, configs)].
+
+    Throughput: without the large-object rows (they differ by orders of
+    magnitude). Peak RSS: the small-object micro rows, the target figure for
+    memory, and the large-object rows on their own."""
+    micro = [c for c in configs if c.section == "micro"]
+    small = [c for c in micro if not is_large(c.bench, c.param)]
+    large = [c for c in micro if is_large(c.bench, c.param)]
+    out = []
+    if field == "median" and small and large:
+        out.append(("geometric mean without large", small))
+    if field == "rss" and small and len(small) != len(configs):
+        out.append(("geometric mean, small-object rows", small))
+    if field == "rss" and large and len(large) != len(configs):
+        out.append(("geometric mean, large-object rows", large))
+    return out
 
 
 def headline_table(configs, allocs, summ):
@@ -788,9 +828,8 @@ def write_png(path, configs, allocs, summ, title):
     return True
 
 
-def rst_summary(path):
-    """Print an RST table of sefer against the peers from a latest.csv, for
-    the 'Current results' section of Documentation/benchmarks.rst."""
+def load_csv(path):
+    """latest.csv -> (allocator names in ORDER, row keys in order, lookup)."""
     rows = list(csv.DictReader(open(path)))
     names = [n for n in ORDER if any(r["allocator"] == n for r in rows)]
     keys = []
@@ -800,11 +839,19 @@ def rst_summary(path):
             keys.append(k)
     by = {(r["section"], r["bench"], r["param"], r["threads"], r["pin"],
            r["allocator"]): r for r in rows}
+    return names, keys, by
 
-    def label(k):
-        if k[0] == "real":
-            return "%s %s" % (k[1], k[2])
-        return "%s %s t=%s%s" % (k[1], k[2], k[3], " pin" if k[4] == "1" else "")
+
+def key_label(k):
+    if k[0] == "real":
+        return "%s %s" % (k[1], k[2])
+    return "%s %s t=%s%s" % (k[1], k[2], k[3], " pin" if k[4] == "1" else "")
+
+
+def summary_tables(path):
+    """The tables of rst_summary/md_summary: [(title, rows)], rows[0] the
+    header, from a latest.csv."""
+    names, keys, by = load_csv(path)
 
     def cell(k, n, field):
         r = by.get(k + (n,))
@@ -823,7 +870,13 @@ def rst_summary(path):
         r = by.get(k + ("sefer",))
         return ("%.2f" % float(r[field])) if r and r.get(field) else "-"
 
+    def gm_cells(ks, rf):
+        return ["%.2f" % g if g else "-" for g in
+                (geomean([float(ratio_cell(k, f)) for k in ks
+                          if ratio_cell(k, f) != "-"]) for f in rf)]
+
     hdr = ["benchmark"] + names + ["sefer/mimalloc", "sefer/glibc"]
+    out = []
     for title, sect, field, rf in (
             ("Throughput, allocator calls/s (higher is better)", "micro",
              "median", ("ratio_mimalloc", "ratio_glibc")),
@@ -835,21 +888,30 @@ def rst_summary(path):
         if not ks:
             continue
         table = [hdr]
-        gm = ([], [])
         for k in ks:
-            rr = [ratio_cell(k, rf[0]), ratio_cell(k, rf[1])]
-            for i in (0, 1):
-                if rr[i] != "-":
-                    gm[i].append(float(rr[i]))
-            table.append([label(k)] + [cell(k, n, field) for n in names] + rr)
-        table.append(["geometric mean"] + [""] * len(names) +
-                     ["%.2f" % geomean(g) if g else "-" for g in gm])
-        sm = [k for k in ks if k[1] != "large"]
-        if field == "median" and len(sm) not in (0, len(ks)):
+            table.append([key_label(k)] + [cell(k, n, field) for n in names] +
+                         [ratio_cell(k, rf[0]), ratio_cell(k, rf[1])])
+        table.append(["geometric mean"] + [""] * len(names) + gm_cells(ks, rf))
+        small = [k for k in ks if k[0] == "micro" and not is_large(k[1], k[2])]
+        large = [k for k in ks if k[0] == "micro" and is_large(k[1], k[2])]
+        if field == "median" and small and large:
             table.append(["geometric mean without large"] + [""] * len(names) +
-                         ["%.2f" % geomean([float(ratio_cell(k, f)) for k in sm
-                                            if ratio_cell(k, f) != "-"]) for f in rf])
-        w = [max(len(r[i]) for r in table) for i in range(len(hdr))]
+                         gm_cells(small, rf))
+        if field == "peak_rss_kb" and small and len(small) != len(ks):
+            table.append(["geometric mean, small-object rows"] + [""] * len(names) +
+                         gm_cells(small, rf))
+        if field == "peak_rss_kb" and large and len(large) != len(ks):
+            table.append(["geometric mean, large-object rows"] + [""] * len(names) +
+                         gm_cells(large, rf))
+        out.append((title, table))
+    return out
+
+
+def rst_summary(path):
+    """Print RST tables of sefer against the peers from a latest.csv, for
+    the 'Current results' section of Documentation/benchmarks.rst."""
+    for title, table in summary_tables(path):
+        w = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         sep = "  ".join("=" * x for x in w)
         print(title)
         print("-" * len(title))
@@ -863,10 +925,64 @@ def rst_summary(path):
         print()
 
 
+def md_summary(path, full=False):
+    """Print the headline of a latest.csv as Markdown, for the README: sefer's
+    figure divided by each peer's, as geometric means over groups of rows
+    (throughput: above 1.00 is better for sefer; time and RSS: below 1.00).
+    With full, the per-row tables follow."""
+    names, keys, by = load_csv(path)
+    peers = [n for n in names if n != "sefer"]
+
+    def gm(ks, field, peer):
+        xs = []
+        for k in ks:
+            a, b = by.get(k + ("sefer",)), by.get(k + (peer,))
+            if not a or not b or a["status"] != "ok" or b["status"] != "ok":
+                continue
+            if a[field] and b[field] and float(b[field]) > 0:
+                xs.append(float(a[field]) / float(b[field]))
+        g = geomean(xs)
+        return ("%.2f" % g) if g else "-"
+
+    micro = [k for k in keys if k[0] == "micro"]
+    real = [k for k in keys if k[0] == "real"]
+    small = [k for k in micro if not is_large(k[1], k[2])]
+    large = [k for k in micro if is_large(k[1], k[2])]
+    groups = [
+        ("throughput, all micro rows (higher is better)", micro, "median"),
+        ("throughput, small-object rows", small, "median"),
+        ("throughput, large-object rows", large, "median"),
+        ("real programs, wall time (lower is better)", real, "median"),
+        ("peak RSS, small-object rows (lower is better)", small, "peak_rss_kb"),
+        ("peak RSS, large-object rows", large, "peak_rss_kb"),
+        ("peak RSS, real programs", real, "peak_rss_kb"),
+    ]
+    print("| sefer / peer, geometric mean | " +
+          " | ".join("/%s" % p for p in peers) + " |")
+    print("|---|" + "---:|" * len(peers))
+    for label, ks, field in groups:
+        if ks:
+            print("| %s (%d rows) | %s |" % (label, len(ks), " | ".join(
+                gm(ks, field, p) for p in peers)))
+    if not full:
+        return
+    for title, table in summary_tables(path):
+        print()
+        print("**%s**" % title)
+        print()
+        print("| " + " | ".join(table[0]) + " |")
+        print("|---|" + "---:|" * (len(table[0]) - 1))
+        for r in table[1:]:
+            print("| " + " | ".join(r) + " |")
+
+
 # ------------------------------------------------------------ main
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--rst-summary":
         rst_summary(sys.argv[2])
+        return 0
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--md-summary":
+        md_summary(sys.argv[-1], full=sys.argv[2] == "--full")
         return 0
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
