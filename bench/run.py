@@ -9,6 +9,7 @@ Usage (normally through make, see Documentation/benchmarks.rst):
          [--out bench/results] [--no-real] [--headline]
   run.py --rst-summary bench/results/latest.csv     (benchmarks.rst tables)
   run.py --md-summary [--full] bench/results/latest.csv   (README headline)
+  run.py --png bench/results/latest.csv out.png    (redraw the plot)
 
 Each benchmark program prints one RESULT line (see bench/common.h). Every
 configuration runs once per repetition under every allocator, the allocator
@@ -685,17 +686,44 @@ COLORS = {"sefer": "#d62728", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
           "jemalloc": "#2ca02c", "tcmalloc": "#ff7f0e"}
 
 
+def ratio_ticks(lo, hi):
+    """A few round ticks for a log-scale ratio axis covering [lo, hi]."""
+    cands = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200,
+             500, 1000, 2000, 5000, 10000]
+    if hi / lo < 8:
+        cands = sorted(cands + [0.25, 0.3, 0.4, 0.7, 1.5, 3, 4])
+    ticks = [t for t in cands if lo <= t <= hi]
+    if 1 not in ticks:
+        ticks = sorted(ticks + [1])
+    while len(ticks) > 7:
+        ticks = ticks[::2] if 1 in ticks[::2] else ticks[1::2]
+    return ticks
+
+
 def write_png(path, configs, allocs, summ, title):
+    """One picture that says who wins each row without the tables:
+
+    - a legend for the whole figure under the title (allocator -> colour,
+      solid/dashed for unpinned/pinned);
+    - one panel per workload, throughput against thread count, with sefer's
+      ratio to mimalloc at each thread count under the title;
+    - peak RSS relative to mimalloc at 1 thread and at the most threads, and
+      the real programs' time and RSS, as horizontal bars (one line per row,
+      so the labels never overlap), sefer's figure written beside its bar."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
     except ImportError:
         print("bench: matplotlib missing (Debian package python3-matplotlib); "
               "no plot written", file=sys.stderr)
         return False
-    from matplotlib.ticker import FuncFormatter
     plain = FuncFormatter(lambda v, _: "%g" % v)
+    names = [a.name for a in allocs]
+    ref = "mimalloc" if "mimalloc" in names else names[0]
     micro = [c for c in configs if c.section == "micro"]
     real = [c for c in configs if c.section == "real"]
     panels = []
@@ -703,13 +731,60 @@ def write_png(path, configs, allocs, summ, title):
         k = (c.bench, c.param)
         if k not in panels:
             panels.append(k)
-    nplots = len(panels) + 2 + (1 if real else 0)
+
+    # Horizontal-bar panels: (title, xlabel, [(row label, key, field, hatch)]).
+    hpanels = []
+    if micro:
+        tmax = max(c.threads for c in micro)
+        rows1, rowsn = [], []
+        for bench, param in panels:
+            cand = [c for c in micro if (c.bench, c.param) == (bench, param)
+                    and not c.pin]
+            one = [c for c in cand if c.threads == 1]
+            if one:
+                rows1.append(("%s %s" % (bench, param), one[0].key, "rss", None))
+            if cand:
+                c = max(cand, key=lambda c: c.threads)
+                rowsn.append(("%s %s t=%d" % (bench, param, c.threads), c.key,
+                              "rss", None))
+        xl = "peak RSS / %s's (log scale; %s is the line at 1;\nlower is better)" % (
+            ref, ref)
+        hpanels.append(("peak RSS at 1 thread", xl, rows1))
+        hpanels.append(("peak RSS at the most threads (t=%d)" % tmax, xl, rowsn))
+    if real:
+        rows = [("%s: time" % c.bench, c.key, "median", None) for c in real]
+        rows += [("%s: peak RSS" % c.bench, c.key, "rss", "//") for c in real]
+        hpanels.append(("real programs", "ratio to %s (log scale;\nlower is "
+                        "better)" % ref, rows))
+
+    # Layout in inches: header (title, legend), the grid of throughput
+    # panels, a gap, the bar panels, a footer for their axis labels.
     ncols = 4
-    nrows = max(1, (nplots + ncols - 1) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows),
-                             squeeze=False)
-    axes = [ax for row in axes for ax in row]
-    for ax, (bench, param) in zip(axes, panels):
+    nrows = (len(panels) + ncols - 1) // ncols
+    head, grid_h, gap, foot = 1.55, 3.1 * nrows, 1.0 if panels else 0.0, 0.8
+    bar_h = 0.075 * len(names) + 0.07       # inches per row of bars
+    hrows = max([len(r) for _, _, r in hpanels] + [0])
+    bars_h = bar_h * hrows + 0.35 if hpanels else 0.0
+    fig_w = 4.3 * ncols
+    fig_h = head + grid_h + gap + bars_h + foot
+    fig = plt.figure(figsize=(fig_w, fig_h))
+    if panels:
+        top = fig.add_gridspec(nrows, ncols, left=0.045, right=0.99,
+                               top=1 - head / fig_h,
+                               bottom=(foot + bars_h + gap) / fig_h,
+                               hspace=0.55, wspace=0.28)
+    # Bar panels side by side, each with room for its row labels on the left.
+    label_w, right_pad = 2.0, 0.45
+    weights = [0.7 if t == "real programs" else 1.0 for t, _, _ in hpanels]
+    free_w = fig_w - 0.2 - len(hpanels) * (label_w + right_pad)
+    hx = 0.2
+
+    for i, (bench, param) in enumerate(panels):
+        ax = fig.add_subplot(top[i // ncols, i % ncols])
+        best = max([summ[(c.key, a)]["median"] for c in micro for a in names
+                    if (c.bench, c.param) == (bench, param)
+                    and not summ.get((c.key, a), {"err": 1})["err"]] or [0])
+        unit, uname = (1e6, "M") if best >= 1e6 else (1e3, "k") if best >= 1e3 else (1, "")
         for a in allocs:
             for pin in (0, 1):
                 pts = []
@@ -718,114 +793,129 @@ def write_png(path, configs, allocs, summ, title):
                         continue
                     s = summ.get((c.key, a.name))
                     if s and not s["err"]:
-                        pts.append((c.threads, s["median"] / 1e6))
+                        pts.append((c.threads, s["median"] / unit))
                 if not pts:
                     continue
                 pts.sort()
                 ax.plot([p[0] for p in pts], [p[1] for p in pts],
                         marker="o" if not pin else "x", markersize=4,
                         linestyle="-" if not pin else "--",
-                        color=COLORS.get(a.name), linewidth=1.6 if a.name == "sefer" else 1.1,
-                        label=a.name + (" (pinned)" if pin else ""))
-        ax.set_title("%s %s" % (bench, param), fontsize=10)
-        ax.set_xscale("log", base=2)
+                        color=COLORS.get(a.name),
+                        linewidth=2.2 if a.name == "sefer" else 1.2,
+                        zorder=3 if a.name == "sefer" else 2)
         ts = sorted({c.threads for c in micro if (c.bench, c.param) == (bench, param)})
+        ax.set_xscale("log", base=2)
         ax.set_xticks(ts)
         ax.set_xticklabels([str(t) for t in ts])
-        ax.set_xlabel("threads", fontsize=8)
-        ax.set_ylabel("M allocator calls/s", fontsize=8)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("threads", fontsize=8, labelpad=1)
+        ax.set_ylabel("%s calls/s" % uname, fontsize=8)
+        ttl = "%s %s" % (bench, param)
         ys = [y for line in ax.get_lines() for y in line.get_ydata()]
         if ys and min(ys) > 0 and max(ys) / min(ys) > 20:
             ax.set_yscale("log")
-            ax.set_title("%s %s (log scale)" % (bench, param), fontsize=10)
+            ttl += " (log)"
             ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_ylim(bottom=0)
+        rs = []
+        if "sefer" in names and ref != "sefer":
+            for t in ts:
+                c = [c for c in micro if (c.bench, c.param, c.threads, c.pin)
+                     == (bench, param, t, 0)]
+                x = ratio(summ, c[0].key, "sefer", ref, "median") if c else None
+                rs.append("%.2f" % x if x else "-")
+        ax.set_title(ttl, fontsize=10, pad=13 if rs else 4)
+        if rs:
+            ax.text(0.5, 1.015, "sefer/%s at t=%s: %s" % (
+                        ref, ",".join(map(str, ts)), "  ".join(rs)),
+                    transform=ax.transAxes, ha="center", va="bottom",
+                    fontsize=7.5, color=COLORS["sefer"])
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
-    idx = len(panels)
 
-    def bars(ax, rows, field, ref, ylabel, ttl):
-        names = [a.name for a in allocs]
-        width = 0.8 / max(1, len(names))
-        for i, n in enumerate(names):
-            xs, ys = [], []
-            for j, (lab, key) in enumerate(rows):
-                x = ratio(summ, key, n, ref, field)
-                if x is not None:
-                    xs.append(j + i * width)
-                    ys.append(x)
-            ax.bar(xs, ys, width, color=COLORS.get(n), label=n)
-        ax.axhline(1.0, color="black", linewidth=0.7)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
-        ax.set_xticklabels([lab for lab, _ in rows], rotation=60, ha="right",
-                           fontsize=7)
-        ax.set_ylabel(ylabel, fontsize=8)
+    for j, (ttl, xlabel, rows) in enumerate(hpanels):
+        w = free_w * weights[j] / sum(weights)
+        hx += label_w
+        # Each panel is as tall as its rows need, top-aligned.
+        ph = bar_h * len(rows)
+        ax = fig.add_axes([hx / fig_w, (foot + bars_h - 0.35 - ph) / fig_h,
+                           w / fig_w, ph / fig_h])
+        hx += w + right_pad
+        n = len(names)
+        h = 0.8 / n
+        vals = []
+        for r, (lab, key, field, hatch) in enumerate(rows):
+            for i, a in enumerate(names):
+                x = ratio(summ, key, a, ref, field)
+                if x is None:
+                    continue
+                y = r + (i - (n - 1) / 2) * h
+                # from the reference line: left of it is lower than ref's
+                ax.barh(y, x - 1.0, h, left=1.0, color=COLORS.get(a), hatch=hatch,
+                        edgecolor="white" if not hatch else "black",
+                        linewidth=0.3)
+                vals.append(x)
+                if a == "sefer":
+                    ax.text(x, y, " %.2f " % x, va="center",
+                            ha="left" if x >= 1 else "right",
+                            fontsize=6.5, color=COLORS["sefer"])
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([lab for lab, _, _, _ in rows], fontsize=8)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        if vals:
+            lo, hi = min(vals + [1.0]) / 1.45, max(vals + [1.0]) * 1.45
+            ax.set_xlim(lo, hi)
+            ax.xaxis.set_major_locator(FixedLocator(ratio_ticks(lo, hi)))
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.set_title(ttl, fontsize=10)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
-        ax.tick_params(axis="y", which="both", labelsize=7)
-        ax.grid(alpha=0.3, axis="y")
+        ax.grid(alpha=0.3, axis="x")
 
-    ref = "mimalloc" if "mimalloc" in [a.name for a in allocs] else allocs[0].name
-    if micro:
-        tmax = max(c.threads for c in micro)
-        rows = []
-        for bench, param in panels:
-            cand = [c for c in micro if (c.bench, c.param) == (bench, param)
-                    and not c.pin]
-            if cand:
-                c = max(cand, key=lambda c: c.threads)
-                rows.append(("%s %s t=%d" % (bench, param, c.threads), c.key))
-        rows1 = []
-        for bench, param in panels:
-            cand = [c for c in micro if (c.bench, c.param) == (bench, param)
-                    and not c.pin and c.threads == 1]
-            if cand:
-                rows1.append(("%s %s t=1" % (bench, param), cand[0].key))
-        bars(axes[idx], rows1, "rss", ref, "peak RSS / %s" % ref,
-             "peak RSS, 1 thread (lower is better)")
-        bars(axes[idx + 1], rows, "rss", ref, "peak RSS / %s" % ref,
-             "peak RSS, most threads (t=%d)" % tmax)
-        idx += 2
-    if real:
-        rows = [(c.bench, c.key) for c in real]
-        ax = axes[idx]
-        bars(ax, rows, "median", ref, "wall time / %s" % ref,
-             "real programs: time (left) / RSS (right)")
-        rows2 = [(c.bench + " RSS", c.key) for c in real]
-        names = [a.name for a in allocs]
-        width = 0.8 / max(1, len(names))
-        off = len(rows)
-        for i, n in enumerate(names):
-            xs, ys = [], []
-            for j, (lab, key) in enumerate(rows2):
-                x = ratio(summ, key, n, ref, "rss")
-                if x is not None:
-                    xs.append(off + j + i * width)
-                    ys.append(x)
-            ax.bar(xs, ys, width, color=COLORS.get(n), hatch="//")
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows) * 2)])
-        ax.set_xticklabels([lab for lab, _ in rows] + [lab for lab, _ in rows2],
-                           rotation=60, ha="right", fontsize=7)
-        ax.set_ylabel("ratio to %s (lower is better)" % ref, fontsize=8)
-        ax.set_title("real programs: time, then peak RSS (hatched)", fontsize=10)
-        idx += 1
-    for ax in axes[idx:]:
-        ax.axis("off")
-    if idx < len(axes):
-        from matplotlib.lines import Line2D
-        h = [plt.Rectangle((0, 0), 1, 1, color=COLORS.get(a.name)) for a in allocs]
+    h = [Patch(color=COLORS.get(a.name)) for a in allocs]
+    labels = list(names)
+    if any(c.pin for c in micro):
         h += [Line2D([], [], color="black", marker="o", markersize=4),
               Line2D([], [], color="black", marker="x", markersize=4, linestyle="--")]
-        axes[idx].legend(h, [a.name for a in allocs] + ["unpinned", "pinned (--pin)"],
-                         loc="center", fontsize=10)
-    fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+        labels += ["unpinned", "pinned (--pin)"]
+    fig.suptitle(title, fontsize=13, y=1 - 0.12 / fig_h, va="top")
+    fig.legend(h, labels, loc="upper center", ncol=len(labels), fontsize=11,
+               bbox_to_anchor=(0.5, 1 - 0.45 / fig_h), frameon=True,
+               handlelength=2.2, columnspacing=1.6,
+               title="allocator" + (" (throughput panels: higher is better; bars: "
+                                    "ratio to %s, left of 1 is lower)" % ref
+                                    if panels and hpanels else ""),
+               title_fontsize=9)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return True
+
+
+def png_from_csv(csv_path, png_path):
+    """Redraw latest.png from a latest.csv (no benchmark is run)."""
+    names, keys, by = load_csv(csv_path)
+    allocs = [Alloc(n, None, "", "") for n in names]
+    configs, summ = [], {}
+    for k in keys:
+        c = Config(k[0], k[1], k[2], int(k[3]), int(k[4]), [])
+        configs.append(c)
+        for n in names:
+            r = by.get(k + (n,))
+            if not r:
+                continue
+            if r["status"] != "ok":
+                summ[(c.key, n)] = {"err": r["status"]}
+                continue
+            summ[(c.key, n)] = {"err": None, "median": float(r["median"]),
+                                "rss": float(r["peak_rss_kb"]) if r["peak_rss_kb"]
+                                else None}
+    return write_png(png_path, configs, allocs, summ,
+                     "sefer vs peers - from %s" % os.path.basename(csv_path))
 
 
 def load_csv(path):
@@ -981,6 +1071,8 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--rst-summary":
         rst_summary(sys.argv[2])
         return 0
+    if len(sys.argv) == 4 and sys.argv[1] == "--png":
+        return 0 if png_from_csv(sys.argv[2], sys.argv[3]) else 1
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--md-summary":
         md_summary(sys.argv[-1], full=sys.argv[2] == "--full")
         return 0
