@@ -5,7 +5,7 @@
  * Each worker owns 10000 slots, filled first. A step picks a slot at random,
  * checks the pattern of the block in it, frees it, and mallocs a block of a
  * new random size in its place: 80% 8..256 B, 15% 257 B..1 KiB, 5% 1..4 KiB.
- * Because the victim is anywhere in a live set of about 2 MiB, frees land
+ * Because the victim is anywhere in a live set of about 3 MiB, frees land
  * all over the heap: pages keep going from full to not quite full and back,
  * unlike a stack-like churn where the same few pages are recycled. Workers
  * are independent (no block crosses threads).
