@@ -867,9 +867,12 @@ def write_png(path, configs, allocs, summ, title):
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.set_xscale("log")
         if vals:
-            lo, hi = min(vals + [1.0]) / 1.45, max(vals + [1.0]) * 1.45
-            ax.set_xlim(lo, hi)
-            ax.xaxis.set_major_locator(FixedLocator(ratio_ticks(lo, hi)))
+            lo, hi = min(vals + [1.0]) / 1.3, max(vals + [1.0]) * 1.45
+            ticks = ratio_ticks(lo / 1.6, hi)
+            # a labelled tick below 1 at least, when bars go left of the line
+            lo = min(lo, max([t for t in ticks if t < 1] or [lo]))
+            ax.set_xlim(lo / 1.08, hi)
+            ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if t >= lo]))
         ax.xaxis.set_major_formatter(plain)
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.tick_params(axis="x", labelsize=8)
