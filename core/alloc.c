@@ -61,6 +61,9 @@ void *malloc_generic(struct heap *heap, size_t size, bool zero)
 	return malloc_slow(heap, size, zero);
 }
 
+/* Mapped bytes of the large segments in use, process-wide (policies size caches by it). */
+atomic_size_t sefer_large_live;
+
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 {
 	struct segment *seg;
@@ -80,6 +83,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 		is_zero = seg->large_zero;
 	}
 	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	seg->large_heap = heap;
 	seg->large_zero = false;
 	heap_stat_inc(heap, large_allocs);

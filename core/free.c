@@ -71,6 +71,7 @@ void large_free(struct segment *seg, void *p)
 	}
 	if (heap != &heap_empty)
 		heap_stat_inc(heap, frees);
+	atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	if (policy_large_free(heap, seg))
 		return;
 	segment_release(seg);
@@ -151,7 +152,9 @@ void free_slow(struct heap *heap, void *p)
 {
 	struct segment *seg = segment_of(p);
 	struct page *pg = page_of(seg, p);
-	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
+	/* acquire: when owner is NULL, pairs with abandon_segments()'s release store, so
+	 * abandon_epoch is read as the abandoning thread left it. */
+	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 
 	if (owner == LARGE_OWNER) {
 		large_free(seg, p);
@@ -168,10 +171,23 @@ void free_slow(struct heap *heap, void *p)
 	}
 	if (heap == &heap_empty && !(heap = heap_init_thread()))
 		heap = &heap_empty; /* no heap to be had: still free, as a cross-thread free */
-	/* Another heap's, or abandoned by an exited thread (pushed like any cross-thread free:
-	 * the thread that next needs memory reclaims the segment and collects it). Adopting it
-	 * here would hand a thread that only frees (a main thread reaping a generation of
-	 * workers) segments it never allocates from, whose later cross-thread frees nobody
-	 * collects. */
+	/* Abandoned by an exited thread: a later-born heap adopts it and frees locally. An
+	 * older one pushes like any cross-thread free, and a thread that needs memory reclaims
+	 * the segment later (heap.c); adopting it here would hand a thread that only frees (a
+	 * main thread reaping a generation of workers) segments it never allocates from. */
+	int adopted = owner ? ADOPT_NO : abandoned_adopt_on_free(heap, seg);
+
+	if (adopted == ADOPT_EMPTIED) {
+		report_error("double free", p, "block is already free (its segment held none)");
+		return;
+	}
+	if (adopted == ADOPT_YES) {
+		if (!live_clear(seg, p)) {
+			report_bad_free(seg, p);
+			return;
+		}
+		free_local_block(heap, seg, pg, p);
+		return;
+	}
 	xthread_free(heap, seg, pg, p);
 }

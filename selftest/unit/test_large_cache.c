@@ -196,6 +196,10 @@ START_TEST(lc_decay)
 	large_cache_clock = fake_clock;
 	fake_now = 1000;
 	large_cache_opt.headroom = 0;
+	/* live large bytes (never touched) that let admission keep 8 segments: decay alone
+	 * shrinks them */
+	void *ballast = sefer_malloc(1344 * MiB);
+
 	for (int i = 0; i < 8; i++)
 		p[i] = sefer_malloc(5 * MiB);
 	for (int i = 0; i < 8; i++)
@@ -206,11 +210,11 @@ START_TEST(lc_decay)
 	ck_assert_uint_eq(c->count, 8);
 	/* less than a step: nothing goes */
 	fake_now += 99;
-	ck_assert_ptr_null(large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 }));
+	large_cache_collect(heap_get(), false); /* the decay runs (a miss would evict) */
 	ck_assert_uint_eq(c->count, 8);
 	/* one second: 10% of the excess, rounded up to whole segments */
 	fake_now += 901;
-	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	large_cache_collect(heap_get(), false);
 	ck_assert_uint_le(c->bytes, start * 9 / 10);
 	ck_assert_uint_ge(c->bytes, start * 9 / 10 - one);
 	/* oldest first */
@@ -218,7 +222,7 @@ START_TEST(lc_decay)
 	ck_assert(cached(p[7]));
 	/* a minute later everything above the headroom is gone */
 	fake_now += 60000;
-	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	large_cache_collect(heap_get(), false);
 	ck_assert_uint_eq(c->count, 0);
 	ck_assert_uint_eq(c->decay_ms, 0);
 	/* under the headroom nothing decays, however long */
@@ -228,8 +232,62 @@ START_TEST(lc_decay)
 	for (int i = 0; i < 4; i++)
 		sefer_free(p[i]);
 	fake_now += 3600 * 1000;
-	large_cache_alloc(heap_get(), 100 * MiB, 0, &(bool){ 0 });
+	large_cache_collect(heap_get(), false);
 	ck_assert_uint_eq(c->count, 4);
+	sefer_free(ballast);
+}
+END_TEST
+
+/*
+ * Admission: after a free the caches hold at most max(headroom, live large bytes / 32), the
+ * freeing heap's newest segment always (a repeated alloc/free of one big block still hits).
+ */
+START_TEST(lc_admission)
+{
+	void *p[10];
+	struct large_cache_heap *c;
+
+	setup();
+	large_cache_opt.headroom = 16 * MiB;
+	c = cache();
+	for (int i = 0; i < 10; i++)
+		p[i] = sefer_malloc(6 * MiB);
+	for (int i = 0; i < 10; i++)
+		sefer_free(p[i]);
+	/* nothing else is live: the headroom bounds it, newest kept */
+	ck_assert_uint_le(c->bytes, 16 * MiB);
+	ck_assert_uint_eq(c->count, 2);
+	ck_assert(cached(p[9]) && cached(p[8]));
+	ck_assert(!segtab_contains(segment_of(p[0])));
+	/* one block larger than the headroom is still kept, alone */
+	void *big = sefer_malloc(64 * MiB);
+
+	sefer_free(big);
+	ck_assert_uint_eq(c->count, 1);
+	ck_assert(cached(big));
+	big = sefer_malloc(64 * MiB);
+	ck_assert_uint_eq(c->count, 0); /* the hit */
+	/* a miss makes room before the core maps: 2 x 6 MiB cached, 12 MiB asked, 16 MiB cap */
+	for (int i = 0; i < 2; i++)
+		p[i] = sefer_malloc(6 * MiB);
+	for (int i = 0; i < 2; i++)
+		sefer_free(p[i]);
+	ck_assert_uint_eq(c->count, 2);
+	p[0] = sefer_malloc(12 * MiB + 512 * 1024);
+	ck_assert_uint_eq(c->count, 0);
+	sefer_free(p[0]);
+	/* with 4 GiB live, 1/32 of it (128 MiB) may be cached */
+	void *ballast = sefer_malloc(4096 * MiB);
+
+	for (int i = 0; i < 10; i++)
+		p[i] = sefer_malloc(6 * MiB);
+	for (int i = 0; i < 10; i++)
+		sefer_free(p[i]);
+	ck_assert_uint_eq(c->count, 10);
+	ck_assert_uint_le(c->bytes, 128 * MiB);
+	sefer_free(ballast);
+	sefer_free(big);
+	large_cache_collect(heap_get(), true);
 }
 END_TEST
 
@@ -292,6 +350,8 @@ START_TEST(lc_collect)
 	large_cache_clock = fake_clock;
 	large_cache_opt.headroom = 0;
 	fake_now = 1000;
+	void *ballast = sefer_malloc(640 * MiB); /* admission keeps 3 x 6 MiB (live / 32) */
+
 	for (int i = 0; i < 3; i++) {
 		p[i] = sefer_malloc(6 * MiB);
 		seg[i] = segment_of(p[i]);
@@ -306,6 +366,8 @@ START_TEST(lc_collect)
 	ck_assert_uint_eq(cache()->count, 0);
 	for (int i = 0; i < 3; i++)
 		ck_assert(!segtab_contains(seg[i]));
+	sefer_free(ballast);
+	large_cache_collect(heap_get(), true);
 
 	large_cache_opt.headroom = (uint64_t)256 << 20;
 	void *q = sefer_malloc(6 * MiB);
@@ -468,6 +530,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_alignment);
 	tcase_add_test(tc, lc_budget_fifo);
 	tcase_add_test(tc, lc_decay);
+	tcase_add_test(tc, lc_admission);
 	tcase_add_test(tc, lc_env);
 	tcase_add_test(tc, lc_thread_exit);
 	tcase_add_test(tc, lc_cross_thread);
