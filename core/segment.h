@@ -13,7 +13,7 @@
  *  - a span's descriptor: capacity blocks of block_size from start; used = blocks handed out
  *    and not yet collected back (those in free and local_free are not used; those in
  *    xthread are still counted as used until the owner collects them).
- *  - with CONFIG_DEBUG_DOUBLE_FREE, live_bits has a bit set exactly at the granule of every
+ *  - with CONFIG_DEBUG_DOUBLE_FREE, live_map has a nonzero byte exactly at the granule of every
  *    pointer handed to the user and not yet freed (collected, for cross-thread frees).
  *  - owner is the heap of the owning thread, NULL while abandoned, LARGE_OWNER for large
  *    segments. Only the owner touches the non-atomic fields of a small segment and its pages.
@@ -64,7 +64,7 @@ struct page {
 	uint8_t in_queue;
 	uint8_t pad_;
 	uint8_t *start;
-	uintptr_t live_base; /* live_bits word of p is at live_base + (p >> 10) * 8 */
+	uintptr_t live_base; /* live_map byte of p is at live_base + (p >> 4) */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
@@ -117,7 +117,11 @@ struct segment {
 	uint8_t page_head[PAGES_PER_SEGMENT];
 	struct page pages[PAGES_PER_SEGMENT];
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	_Atomic(uint64_t) live_bits[SEGMENT_SIZE / GRANULE / 64];
+	/* One byte per granule, not one bit: setting and testing a byte is one shift and one
+	 * store or compare where a bit costs two shifts, a load, a bit operation and a store
+	 * (malloc 9 -> 4 instructions, free 12 -> 6). Only the bytes of pages in use are ever
+	 * touched: 4 KiB of map per 64 KiB page in use. */
+	_Atomic(uint8_t) live_map[SEGMENT_SIZE / GRANULE];
 #endif
 };
 
@@ -227,48 +231,40 @@ static always_inline void block_set_next(struct block *b, const struct block *ne
 	b->next = link_encode(b, next);
 }
 
-/* ---- live bitmap (CONFIG_DEBUG_DOUBLE_FREE) ---- */
-static always_inline size_t live_bit(const struct segment *seg, const void *p)
+/* ---- live map (CONFIG_DEBUG_DOUBLE_FREE): a byte per granule, nonzero at a live block ---- */
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+static always_inline _Atomic(uint8_t) *live_byte(struct segment *seg, const void *p)
 {
-	return ((uintptr_t)p - (uintptr_t)seg) >> GRANULE_SHIFT;
+	return &seg->live_map[((uintptr_t)p & SEGMENT_MASK) >> GRANULE_SHIFT];
 }
+#endif
 
-/* Owner-only: plain load/store through relaxed atomics (no read-modify-write). */
+/* Owner-only: plain relaxed store (no read-modify-write). */
 static always_inline void live_set(struct segment *seg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	uintptr_t off = (uintptr_t)p & SEGMENT_MASK;
-	_Atomic(uint64_t) *w = &seg->live_bits[off >> (GRANULE_SHIFT + 6)];
-
-	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) |
-				      (1ULL << ((off >> GRANULE_SHIFT) & 63)),
-			      memory_order_relaxed);
+	atomic_store_explicit(live_byte(seg, p), 1, memory_order_relaxed);
 #endif
 }
 
-/* Owner-only: clear the bit; false when it was not set (double or invalid free). */
+/* Owner-only: clear the byte; false when it was not set (double or invalid free). */
 static always_inline bool live_clear(struct segment *seg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	uintptr_t off = (uintptr_t)p & SEGMENT_MASK;
-	_Atomic(uint64_t) *w = &seg->live_bits[off >> (GRANULE_SHIFT + 6)];
-	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-	uint64_t m = 1ULL << ((off >> GRANULE_SHIFT) & 63);
+	_Atomic(uint8_t) *b = live_byte(seg, p);
 
-	if (unlikely(!(v & m)))
+	if (unlikely(!atomic_load_explicit(b, memory_order_relaxed)))
 		return false;
-	atomic_store_explicit(w, v ^ m, memory_order_relaxed); /* the bit is set: xor clears it */
+	atomic_store_explicit(b, 0, memory_order_relaxed);
 #endif
 	return true;
 }
 
-/* Any thread: is the bit set now (a racy hint for cross-thread frees). */
+/* Any thread: is the byte set now (a racy hint for cross-thread frees). */
 static inline bool live_test(struct segment *seg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	size_t bit = live_bit(seg, p);
-
-	return atomic_load_explicit(&seg->live_bits[bit >> 6], memory_order_relaxed) >> (bit & 63) & 1;
+	return atomic_load_explicit(live_byte(seg, p), memory_order_relaxed) != 0;
 #else
 	return true;
 #endif
@@ -288,31 +284,24 @@ static inline size_t large_block_offset(size_t align)
 
 /*
  * The same two for a block of a page in use, through pg->live_base: on the fast paths the page
- * is at hand and its first cache line is hot, so the bitmap word is one shift and one add.
+ * is at hand and its first cache line is hot, so the map byte is one shift and one add.
  */
 static always_inline void live_set_pg(const struct page *pg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	_Atomic(uint64_t) *w =
-		(_Atomic(uint64_t) *)(pg->live_base + (((uintptr_t)p >> (GRANULE_SHIFT + 6)) << 3));
-
-	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) |
-				      (1ULL << (((uintptr_t)p >> GRANULE_SHIFT) & 63)),
-			      memory_order_relaxed);
+	atomic_store_explicit((_Atomic(uint8_t) *)(pg->live_base + ((uintptr_t)p >> GRANULE_SHIFT)),
+			      1, memory_order_relaxed);
 #endif
 }
 
 static always_inline bool live_clear_pg(const struct page *pg, const void *p)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	_Atomic(uint64_t) *w =
-		(_Atomic(uint64_t) *)(pg->live_base + (((uintptr_t)p >> (GRANULE_SHIFT + 6)) << 3));
-	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-	uint64_t m = 1ULL << (((uintptr_t)p >> GRANULE_SHIFT) & 63);
+	_Atomic(uint8_t) *b = (_Atomic(uint8_t) *)(pg->live_base + ((uintptr_t)p >> GRANULE_SHIFT));
 
-	if (unlikely(!(v & m)))
+	if (unlikely(!atomic_load_explicit(b, memory_order_relaxed)))
 		return false;
-	atomic_store_explicit(w, v ^ m, memory_order_relaxed);
+	atomic_store_explicit(b, 0, memory_order_relaxed);
 #endif
 	return true;
 }
@@ -321,7 +310,7 @@ static always_inline bool live_clear_pg(const struct page *pg, const void *p)
 static inline uintptr_t page_live_base(struct segment *seg)
 {
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	return (uintptr_t)seg->live_bits - (((uintptr_t)seg >> (GRANULE_SHIFT + 6)) << 3);
+	return (uintptr_t)seg->live_map - ((uintptr_t)seg >> GRANULE_SHIFT);
 #else
 	(void)seg;
 	return 0;
