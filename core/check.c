@@ -46,7 +46,7 @@ static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
 static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg, size_t idx)
 {
 	for (size_t i = idx; i < idx + pg->span; i++)
-		if (seg->page_head[i] != idx)
+		if (seg->page_off[i] != page_desc_off(idx))
 			problem(c, "page map does not point at the span head", &seg->pages[i]);
 	if (pg->block_size != bin_block_size(pg->bin) ||
 	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||

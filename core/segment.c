@@ -206,6 +206,8 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg->size = SEGMENT_SIZE;
 		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
 		seg->free_pages = ALL_PAGES_MASK;
+		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
+			seg->page_off[i] = page_desc_off(0);
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
 		segment_publish(seg);
 	}
@@ -403,7 +405,7 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	seg->purged_pages &= ~bits;
 	seg->used_pages += n;
 	for (unsigned i = 0; i < n; i++)
-		seg->page_head[idx + i] = (uint8_t)idx;
+		seg->page_off[idx + i] = page_desc_off(idx);
 	pg->span = (uint8_t)n;
 	pg->index = (uint8_t)idx;
 	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);

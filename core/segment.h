@@ -6,7 +6,8 @@
  * same alignment) with struct segment at its start, so segment_of(p) is a mask. Small
  * segments are cut into PAGES_PER_SEGMENT pages; the first META_PAGES hold this header. A run
  * of pages (a span, 1..16 pages) serves one size class and is described by the descriptor of
- * its first page; page_head[] maps every page index to its span's first page.
+ * its first page; page_off[] maps every page index to the byte offset of its span's first page
+ * descriptor from the segment start (an unused slot to pages[0], a descriptor with span 0).
  *
  * Invariants (checked by sefer_check_heap()):
  *  - free_pages has a bit per page slot not in any span; used_pages counts slots in spans.
@@ -114,7 +115,7 @@ struct segment {
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
 	bool large_zero;
 
-	uint8_t page_head[PAGES_PER_SEGMENT];
+	uint16_t page_off[PAGES_PER_SEGMENT]; /* page_of() in one load and one add */
 	struct page pages[PAGES_PER_SEGMENT];
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	/* One byte per granule, not one bit: setting and testing a byte is one shift and one
@@ -130,6 +131,14 @@ struct segment {
 	((PAGES_PER_SEGMENT == 64 ? ~0ULL : ((1ULL << PAGES_PER_SEGMENT) - 1)) &                 \
 	 ~((1ULL << META_PAGES) - 1))
 _Static_assert(META_PAGES < PAGES_PER_SEGMENT / 2, "segment header too big for the page size");
+_Static_assert(__builtin_offsetof(struct segment, pages[PAGES_PER_SEGMENT]) <= UINT16_MAX,
+	       "page_off must reach every page descriptor");
+
+/* The page_off value of page index idx's descriptor. */
+static inline uint16_t page_desc_off(size_t idx)
+{
+	return (uint16_t)__builtin_offsetof(struct segment, pages[idx]);
+}
 
 static always_inline struct segment *segment_of(const void *p)
 {
@@ -140,7 +149,7 @@ static always_inline struct page *page_of(struct segment *seg, const void *p)
 {
 	size_t idx = ((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT;
 
-	return &seg->pages[seg->page_head[idx]];
+	return (struct page *)((uint8_t *)seg + seg->page_off[idx]);
 }
 
 static inline size_t page_span_bytes(const struct page *pg)
