@@ -3,8 +3,8 @@
  * The fast paths, inlined into both faces (sefer_* and the malloc family).
  *
  * malloc (size <= DIRECT_MAX): TLS heap -> direct[size/16] -> page -> pop page->free.
- * free: segment_of(p) -> segment-table bit -> page_of -> owner == my heap ? push local_free :
- *       slow path (cross-thread push, large object, full page).
+ * free: segment_of(p) -> heap's owned-segment cache hit ? page_of -> push local_free :
+ *       slow path (segment table, cross-thread push, large object, full page, foreign).
  * No lock, no atomic read-modify-write, no indirect call: see the disassembly in
  * Documentation/architecture.rst. Everything else is in noinline functions.
  */
@@ -58,14 +58,11 @@ static always_inline void *sefer_malloc_inline(size_t size)
 static always_inline void sefer_free_inline(void *p)
 {
 	struct segment *seg = segment_of(p);
-
-	if (unlikely(!segtab_contains(seg))) {
-		free_foreign(p);
-		return;
-	}
 	struct heap *heap = heap_get();
 
-	if (likely(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap)) {
+	/* The owned-segment cache (heap.h) proves seg is mapped and ours; anything else, NULL
+	 * and foreign pointers included, is sorted out by free_slow(). */
+	if (likely(heap->owned[owned_slot(p)] == seg)) {
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
@@ -81,7 +78,7 @@ static always_inline void sefer_free_inline(void *p)
 			return;
 		}
 	}
-	free_slow(heap, p); /* full page, double free, another owner, large object */
+	free_slow(heap, p); /* not cached, full page, double free, another owner, large, foreign */
 }
 
 #endif

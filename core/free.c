@@ -151,6 +151,11 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 void free_slow(struct heap *heap, void *p)
 {
 	struct segment *seg = segment_of(p);
+
+	if (unlikely(!segtab_contains(seg))) {
+		free_foreign(p);
+		return;
+	}
 	struct page *pg = page_of(seg, p);
 	/* acquire: when owner is NULL, pairs with abandon_segments()'s release store, so
 	 * abandon_epoch is read as the abandoning thread left it. */
@@ -161,6 +166,7 @@ void free_slow(struct heap *heap, void *p)
 		return;
 	}
 	if (owner == heap) {
+		heap->owned[owned_slot(seg)] = seg; /* the next frees into seg take the fast path */
 		/* Local but not plain: a full page, or the live bit was already clear. */
 		if (!live_clear(seg, p)) {
 			report_bad_free(seg, p);

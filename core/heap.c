@@ -27,7 +27,8 @@
 #include "sefer/os.h"
 
 struct page page_empty;
-struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty } };
+struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty },
+			    .owned = { [0 ... OWNED_SLOTS - 1] = OWNED_NONE } };
 __thread struct heap *sefer_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 static struct spinlock pool_lock = SPINLOCK_INIT;
@@ -43,6 +44,8 @@ static void heap_reset(struct heap *heap)
 {
 	for (size_t i = 0; i < DIRECT_SLOTS; i++)
 		heap->direct[i] = &page_empty;
+	for (size_t i = 0; i < OWNED_SLOTS; i++)
+		heap->owned[i] = OWNED_NONE;
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
 	heap->segments = heap->full_segments = heap->cache = NULL;

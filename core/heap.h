@@ -29,8 +29,26 @@ struct heap_stats {
 
 #define RECLAIM_TRIES 8 /* abandoned segments adopted at most per page_find() miss */
 
+/*
+ * The owned-segment cache: heap->owned[owned_slot(p)] is OWNED_NONE or a small segment this
+ * heap owns (owner == heap). The free fast path compares segment_of(p) with that one entry:
+ * a match proves p's segment is mapped and the caller's, which the segment table and the
+ * owner field would otherwise prove in two dependent loads and ten instructions. Filled by
+ * free_slow() when it finds the caller owns the segment; an entry is dropped before its heap
+ * lets the segment go (segment_free, exit). OWNED_NONE matches no segment, not even the one
+ * segment_of(NULL) names.
+ */
+#define OWNED_SLOTS 8
+#define OWNED_NONE ((struct segment *)1)
+
+static always_inline size_t owned_slot(const void *p)
+{
+	return ((uintptr_t)p >> SEGMENT_SHIFT) & (OWNED_SLOTS - 1);
+}
+
 struct heap {
 	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
+	struct segment *owned[OWNED_SLOTS]; /* owned-segment cache (free fast path) */
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
 	struct page_queue full;		   /* pages with none, waiting for frees */
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
@@ -63,6 +81,13 @@ static always_inline struct heap *heap_get(void)
 #else
 #define heap_stat_inc(h, field) ((void)(h))
 #endif
+
+/* The heap stops owning seg (or keeps it but frees may no longer take the fast path). */
+static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
+{
+	if (heap->owned[owned_slot(seg)] == seg)
+		heap->owned[owned_slot(seg)] = OWNED_NONE;
+}
 
 /* heap.c */
 struct heap *heap_init_thread(void) SEFER_INTERNAL;

@@ -206,8 +206,12 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg->size = SEGMENT_SIZE;
 		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
 		seg->free_pages = ALL_PAGES_MASK;
-		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
+		/* Every descriptor, in a span or not, finds the live map: a free into a free
+		 * slot then reads a clear byte and is reported, like any other bad free. */
+		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++) {
 			seg->page_off[i] = page_desc_off(0);
+			seg->pages[i].live_base = page_live_base(seg);
+		}
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
 		segment_publish(seg);
 	}
@@ -318,6 +322,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
  */
 void segment_free(struct heap *heap, struct segment *seg)
 {
+	heap_owned_forget(heap, seg);
 	list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
 	if (!heap->live) {
 		spare_put(seg, sefer_os.clock_ms());
@@ -341,6 +346,7 @@ void heap_cache_to_spares(struct heap *heap)
 		struct segment *seg = heap->cache;
 
 		list_remove(&heap->cache, seg);
+		heap_owned_forget(heap, seg);
 		spare_put(seg, now);
 	}
 	heap->ncache = 0;
@@ -409,7 +415,6 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	pg->span = (uint8_t)n;
 	pg->index = (uint8_t)idx;
 	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
-	pg->live_base = page_live_base(seg);
 	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
 		list_remove(&heap->segments, seg);
 		seg->has_space = false;
@@ -425,6 +430,7 @@ void span_free(struct heap *heap, struct page *pg)
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
 	memset(pg, 0, __builtin_offsetof(struct page, xthread));
+	pg->live_base = page_live_base(seg); /* kept for bad frees into the free slot */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
 	pg->next = pg->prev = pg->delayed_next = NULL;
