@@ -27,7 +27,7 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 	return b;
 }
 
-void *malloc_slow(struct heap *heap, size_t size, bool zero)
+void *malloc_slow(size_t size, struct heap *heap, bool zero)
 {
 	if (unlikely(heap == &heap_empty)) {
 		heap = heap_init_thread();
@@ -50,7 +50,7 @@ void *malloc_slow(struct heap *heap, size_t size, bool zero)
 }
 
 /* Sizes above the direct table (and calloc of any size): bin queue, then the slow path. */
-void *malloc_generic(struct heap *heap, size_t size, bool zero)
+void *malloc_generic(size_t size, struct heap *heap, bool zero)
 {
 	if (size <= SMALL_MAX) {
 		struct page *pg = heap->bins[bin_index(size)].first;
@@ -58,7 +58,7 @@ void *malloc_generic(struct heap *heap, size_t size, bool zero)
 		if (pg && pg->free)
 			return pop_block(heap, pg, zero, zero ? pg->block_size : 0);
 	}
-	return malloc_slow(heap, size, zero);
+	return malloc_slow(size, heap, zero);
 }
 
 /* Mapped bytes of the large segments in use, process-wide (policies size caches by it). */
@@ -101,7 +101,7 @@ void *calloc_checked(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return malloc_generic(heap_get(), total, true);
+	return malloc_generic(total, heap_get(), true);
 }
 
 size_t usable_size_any(const void *p)

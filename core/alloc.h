@@ -14,8 +14,9 @@
 #include "core/heap.h"
 #include "core/segtab.h"
 
-void *malloc_slow(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
-void *malloc_generic(struct heap *heap, size_t size, bool zero) SEFER_INTERNAL noinline;
+/* size first: it stays in the first argument register the fast path received it in */
+void *malloc_slow(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
+void *malloc_generic(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
 void free_slow(struct heap *heap, void *p) SEFER_INTERNAL noinline;
 void free_foreign(const void *p) SEFER_INTERNAL noinline;
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
@@ -30,9 +31,9 @@ extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
 {
+	live_set_pg(pg, b);
 	pg->free = block_next(pg, b);
 	pg->used++;
-	live_set_pg(pg, b);
 	heap_stat_inc(heap, mallocs);
 	return b;
 }
@@ -50,9 +51,9 @@ static always_inline void *sefer_malloc_inline(size_t size)
 
 		if (likely(b))
 			return alloc_from_page(heap, pg, b);
-		return malloc_slow(heap, size, false);
+		return malloc_slow(size, heap, false);
 	}
-	return malloc_generic(heap, size, false);
+	return malloc_generic(size, heap, false);
 }
 
 static always_inline void sefer_free_inline(void *p)
