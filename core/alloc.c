@@ -87,7 +87,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	seg->large_heap = heap;
 	seg->large_zero = false;
 	heap_stat_inc(heap, large_allocs);
-	heap_stat_inc(heap, mallocs);
+	heap_stat_call(heap, mallocs);
 	if (zero && !is_zero)
 		memset(seg->large_block, 0, size);
 	return seg->large_block;

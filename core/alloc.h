@@ -34,7 +34,7 @@ static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, s
 	live_set_pg(pg, b);
 	pg->free = block_next(pg, b);
 	pg->used++;
-	heap_stat_inc(heap, mallocs);
+	heap_stat_call(heap, mallocs);
 	return b;
 }
 
@@ -71,7 +71,7 @@ static always_inline void sefer_free_inline(void *p)
 			block_mark_free(b);
 			if (policy_small_free(heap, pg, p))
 				return;
-			heap_stat_inc(heap, frees);
+			heap_stat_call(heap, frees);
 			block_set_next(b, pg->local_free);
 			pg->local_free = b;
 			if (unlikely(--pg->used == 0))

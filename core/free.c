@@ -47,7 +47,7 @@ void free_foreign(const void *p)
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	block_mark_free(b);
-	heap_stat_inc(heap, frees);
+	heap_stat_call(heap, frees);
 	block_set_next(b, pg->local_free);
 	pg->local_free = b;
 	pg->used--;
@@ -70,7 +70,7 @@ void large_free(struct segment *seg, void *p)
 		return;
 	}
 	if (heap != &heap_empty)
-		heap_stat_inc(heap, frees);
+		heap_stat_call(heap, frees);
 	atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	if (policy_large_free(heap, seg))
 		return;
@@ -108,7 +108,7 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		block_mark_pending(b);
 	}
 	if (heap != &heap_empty) {
-		heap_stat_inc(heap, frees);
+		heap_stat_call(heap, frees);
 		heap_stat_inc(heap, xthread_frees);
 	}
 

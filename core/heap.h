@@ -81,6 +81,15 @@ static always_inline struct heap *heap_get(void)
 #else
 #define heap_stat_inc(h, field) ((void)(h))
 #endif
+/*
+ * mallocs and frees are counted on the fast paths only with CONFIG_STATS_CALLS: two
+ * read-modify-writes of memory per malloc/free pair cost 11% of a 16-byte alloc/free loop.
+ */
+#if IS_ENABLED(CONFIG_STATS_CALLS)
+#define heap_stat_call(h, field) ((h)->stats.field++)
+#else
+#define heap_stat_call(h, field) ((void)(h))
+#endif
 
 /* The heap stops owning seg (or keeps it but frees may no longer take the fast path). */
 static inline void heap_owned_forget(struct heap *heap, struct segment *seg)

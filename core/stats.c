@@ -40,9 +40,16 @@ SEFER_API void sefer_stats_print(void)
 	struct sefer_stats st;
 
 	sefer_stats_get(&st);
-	sefer_message("stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
-		      (unsigned long long)st.mallocs, (unsigned long long)st.frees,
-		      (unsigned long long)st.xthread_frees, (unsigned long long)st.large_allocs);
+	if (IS_ENABLED(CONFIG_STATS_CALLS))
+		sefer_message("stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
+			      (unsigned long long)st.mallocs, (unsigned long long)st.frees,
+			      (unsigned long long)st.xthread_frees,
+			      (unsigned long long)st.large_allocs);
+	else
+		sefer_message("stats: mallocs and frees not counted (CONFIG_STATS_CALLS=n), "
+			      "cross-thread frees %llu, large %llu",
+			      (unsigned long long)st.xthread_frees,
+			      (unsigned long long)st.large_allocs);
 	sefer_message("stats: segments %llu (peak %llu), committed %llu KiB (peak %llu KiB), "
 		      "purged %llu KiB",
 		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,

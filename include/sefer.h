@@ -43,8 +43,8 @@ SEFER_API size_t sefer_max_alignment(void);
 SEFER_API bool sefer_owns(const void *p);
 
 struct sefer_stats {
-	uint64_t mallocs;	  /* allocations of every kind */
-	uint64_t frees;		  /* frees, local and cross-thread */
+	uint64_t mallocs;	  /* allocations of every kind (0 without CONFIG_STATS_CALLS) */
+	uint64_t frees;		  /* frees, local and cross-thread (likewise) */
 	uint64_t xthread_frees;	  /* frees of a block owned by another (or no) thread */
 	uint64_t large_allocs;	  /* allocations served by a dedicated segment */
 	uint64_t segments;	  /* segments mapped now */

@@ -28,7 +28,7 @@ static always_inline void *fastbin_small_alloc(struct heap *h, size_t size)
 	p = fb->slot[bin][--n];
 	fb->count[bin] = n;
 	live_set(segment_of(p), p);
-	heap_stat_inc(h, mallocs);
+	heap_stat_call(h, mallocs);
 	return p;
 }
 
@@ -46,7 +46,7 @@ static always_inline bool fastbin_small_free(struct heap *h, struct page *pg, vo
 		return false;
 	fb->slot[bin][n] = p;
 	fb->count[bin] = n + 1;
-	heap_stat_inc(h, frees);
+	heap_stat_call(h, frees);
 	return true;
 }
 
