@@ -47,8 +47,8 @@ static always_inline size_t owned_slot(const void *p)
 }
 
 struct heap {
+	struct segment *owned[OWNED_SLOTS]; /* owned-segment cache (free fast path): line 0 */
 	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
-	struct segment *owned[OWNED_SLOTS]; /* owned-segment cache (free fast path) */
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
 	struct page_queue full;		   /* pages with none, waiting for frees */
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
@@ -66,6 +66,9 @@ struct heap {
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
 } cacheline_aligned;
+
+_Static_assert(__builtin_offsetof(struct heap, direct) == CACHELINE,
+	       "the owned-segment cache fills the heap's first cache line, alone");
 
 extern struct heap heap_empty SEFER_INTERNAL;
 extern struct page page_empty SEFER_INTERNAL;
