@@ -37,8 +37,6 @@ static struct heap *heap_all;
 static struct spinlock abandoned_lock = SPINLOCK_INIT;
 static struct segment *abandoned;
 static atomic_int heaps_live; /* heaps of running threads */
-/* Orders heap births and segment abandonments (heap->born, seg->abandon_epoch). */
-static _Atomic(uint64_t) heap_epoch;
 
 static void heap_reset(struct heap *heap)
 {
@@ -90,7 +88,6 @@ struct heap *heap_init_thread(void)
 	heap->tid = sefer_os.thread_id();
 	heap->live = true;
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
-	heap->born = atomic_fetch_add_explicit(&heap_epoch, 1, memory_order_relaxed) + 1;
 	sefer_heap = heap;
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
 	sefer_os.thread_exit_hook(heap_thread_exit, heap);
@@ -138,7 +135,6 @@ static void abandon_segments(struct heap *heap, struct segment *list, uint64_t n
 		uint64_t due = segment_deadline(seg, now);
 
 		next = seg->next;
-		seg->abandon_epoch = atomic_load_explicit(&heap_epoch, memory_order_relaxed);
 		spin_lock(&abandoned_lock);
 		seg->prev = NULL;
 		seg->next = abandoned;
@@ -258,32 +254,6 @@ static void abandoned_unlink(struct segment *seg)
 	seg->next = seg->prev = NULL;
 	stat_add(&sefer_gstats.abandoned, NULL, -1);
 	stat_add(&sefer_gstats.reclaimed, NULL, 1);
-}
-
-/*
- * heap frees a block of seg, which its owner abandoned (owner NULL as read with acquire):
- * adopt seg when it was abandoned before heap was born, so the free and the ones after it are
- * local. That is a later generation taking over its predecessor's blocks (a server's next
- * round of threads); a heap older than the abandonment (a main thread reaping its workers, a
- * pool thread) leaves seg for reclaim by a thread that needs memory. Returns ADOPT_NO,
- * ADOPT_YES (heap owns seg now) or ADOPT_EMPTIED (adopting it found no live block, so seg went
- * to the cache or the OS and the block being freed was not allocated: do not touch seg).
- */
-int abandoned_adopt_on_free(struct heap *heap, struct segment *seg)
-{
-	struct heap *expect = NULL;
-
-	if (heap == &heap_empty || seg->abandon_epoch >= heap->born)
-		return ADOPT_NO;
-	/* acquire: reads the NULL stored with release by the abandoning thread, so its last
-	 * writes to the pages and header are visible. */
-	if (!atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap, memory_order_acquire,
-						     memory_order_relaxed))
-		return ADOPT_NO;
-	spin_lock(&abandoned_lock);
-	abandoned_unlink(seg);
-	spin_unlock(&abandoned_lock);
-	return heap_adopt_segment(heap, seg) ? ADOPT_YES : ADOPT_EMPTIED;
 }
 
 /*

@@ -58,7 +58,6 @@ struct heap {
 	unsigned ncache;
 	bool live;
 	uint64_t tid;
-	uint64_t born; /* heap_epoch when this thread's heap was set up (heap.c) */
 	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
@@ -106,8 +105,6 @@ struct heap *heap_init_thread(void) SEFER_INTERNAL;
 void heap_abandon(struct heap *heap) SEFER_INTERNAL;
 bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-enum { ADOPT_NO, ADOPT_YES, ADOPT_EMPTIED };
-int abandoned_adopt_on_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
 void heap_fork_prepare(void) SEFER_INTERNAL;

@@ -106,7 +106,6 @@ struct segment {
 	uint64_t purge_at;     /* when dirty slots may be purged (ms), 0 = nothing pending */
 	uint32_t used_pages;
 	bool has_space;	       /* on heap->segments (else heap->full_segments) */
-	uint64_t abandon_epoch; /* heap_epoch when last abandoned (heap.c) */
 
 	/* large segments */
 	uint8_t *large_block;
