@@ -127,6 +127,8 @@ static void segment_mark_never(struct segment *seg)
 	}
 }
 
+static void abandoned_unlink(struct segment *seg);
+
 static void abandon_segments(struct heap *heap, struct segment *list, uint64_t now)
 {
 	struct segment *seg, *next;
@@ -151,25 +153,51 @@ static void abandon_segments(struct heap *heap, struct segment *list, uint64_t n
 }
 
 /*
+ * seg is abandoned and held (HELD_OWNER): take the frees other threads pushed into its pages
+ * and give back the spans that emptied, as its owner would. Returns whether seg is empty.
+ */
+static bool abandoned_collect(struct segment *seg)
+{
+	struct page *pg;
+
+	for_each_span(seg, pg, idx) {
+		page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
+		if (pg->used == 0)
+			span_free_slots(seg, pg);
+	}
+	return seg->used_pages == 0;
+}
+
+/*
  * Purge the dirty slots of abandoned segments that are due (all with force), each held by
- * HELD_OWNER meanwhile; returns the next deadline or 0.
+ * HELD_OWNER meanwhile, after collecting the frees pushed into them since their thread
+ * exited (a main thread freeing what its workers left): a segment that empties becomes a
+ * spare. Returns the next deadline or 0.
  */
 static uint64_t abandoned_purge(uint64_t now, bool force)
 {
+	struct segment *emptied = NULL, *next_seg;
 	uint64_t next = 0;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&abandoned_lock);
-	for (struct segment *seg = abandoned; seg; seg = seg->next) {
+	for (struct segment *seg = abandoned; seg; seg = next_seg) {
 		struct heap *expect = NULL;
 
+		next_seg = seg->next;
 		/* acquire: pairs with the release store of NULL in abandon_segments(). A failed
 		 * CAS means an adopter owns it and removes it from the list soon. */
 		if (!atomic_compare_exchange_strong_explicit(&seg->owner, &expect, HELD_OWNER,
 							     memory_order_acquire,
 							     memory_order_relaxed))
 			continue;
+		if (abandoned_collect(seg)) {
+			abandoned_unlink(seg);
+			seg->next = emptied;
+			emptied = seg;
+			continue;
+		}
 		if (seg->dirty_pages) {
 			if (force || now >= seg->purge_at)
 				purge_dirty(seg);
@@ -180,6 +208,10 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 	}
 	spin_unlock(&abandoned_lock);
+	for (; emptied; emptied = next_seg) {
+		next_seg = emptied->next;
+		segment_spare(emptied, now, force);
+	}
 	return next;
 }
 
@@ -253,7 +285,6 @@ static void abandoned_unlink(struct segment *seg)
 		seg->next->prev = seg->prev;
 	seg->next = seg->prev = NULL;
 	stat_add(&sefer_gstats.abandoned, NULL, -1);
-	stat_add(&sefer_gstats.reclaimed, NULL, 1);
 }
 
 /*
@@ -288,6 +319,7 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
 		if (!seg)
 			break;
 		any = true;
+		stat_add(&sefer_gstats.reclaimed, NULL, 1);
 		/* false: it was empty and went to the cache or the OS */
 		if (heap_adopt_segment(heap, seg) && (seg->has_space || page_queue_usable(heap, bin)))
 			break;

@@ -67,6 +67,7 @@ static void *segment_map(struct heap *heap, size_t size, int *node)
 		return NULL;
 	policy_segment_placed(mem, size, *node);
 	stat_add(&sefer_gstats.segments, &sefer_gstats.segments_peak, 1);
+	stat_add(&sefer_gstats.segments_mapped, NULL, 1);
 	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak, (long long)size);
 	if (sefer_opt.verbose)
 		sefer_message("mapped segment %p (%zu bytes, node %d)", mem, size, *node);
@@ -128,6 +129,17 @@ static void spare_put(struct segment *seg, uint64_t now)
 	spin_unlock(&spare_lock);
 	if (due)
 		global_purge_at(due);
+}
+
+/*
+ * An empty segment that no heap owns (an abandoned one whose last blocks were freed by other
+ * threads): a spare, purged at once with force. No lock held.
+ */
+void segment_spare(struct segment *seg, uint64_t now, bool force)
+{
+	if (force)
+		purge_dirty(seg);
+	spare_put(seg, now);
 }
 
 /* A spare segment for heap (now owned by it), or NULL. */
@@ -423,9 +435,14 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	return pg;
 }
 
-void span_free(struct heap *heap, struct page *pg)
+
+/*
+ * The slots of pg's span become free and dirty, its descriptor empty. span_free() for a heap's
+ * segment; alone for a segment no heap owns, held with HELD_OWNER (heap.c), whose caller
+ * purges or spares it.
+ */
+void span_free_slots(struct segment *seg, struct page *pg)
 {
-	struct segment *seg = segment_of(pg);
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
@@ -437,9 +454,17 @@ void span_free(struct heap *heap, struct page *pg)
 	seg->free_pages |= bits;
 	seg->dirty_pages |= bits;
 	seg->used_pages -= n;
-	if (!seg->has_space) {
+	seg->has_space = true;
+}
+
+void span_free(struct heap *heap, struct page *pg)
+{
+	struct segment *seg = segment_of(pg);
+	bool had_space = seg->has_space;
+
+	span_free_slots(seg, pg);
+	if (!had_space) {
 		list_remove(&heap->full_segments, seg);
-		seg->has_space = true;
 		list_push(&heap->segments, seg);
 	}
 	if (seg->used_pages == 0) {

@@ -335,6 +335,8 @@ bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
+void span_free_slots(struct segment *seg, struct page *pg) SEFER_INTERNAL;
+void segment_spare(struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 uint64_t segment_deadline(struct segment *seg, uint64_t now) SEFER_INTERNAL;
 void purge_dirty(struct segment *seg) SEFER_INTERNAL;
 uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;

@@ -26,6 +26,7 @@ SEFER_API void sefer_stats_get(struct sefer_stats *st)
 #define G(f) ((uint64_t)atomic_load_explicit(&sefer_gstats.f, memory_order_relaxed))
 	st->segments = G(segments);
 	st->segments_peak = G(segments_peak);
+	st->segments_mapped = G(segments_mapped);
 	st->committed = G(committed);
 	st->committed_peak = G(committed_peak);
 	st->purged = G(purged);
@@ -50,9 +51,10 @@ SEFER_API void sefer_stats_print(void)
 			      "cross-thread frees %llu, large %llu",
 			      (unsigned long long)st.xthread_frees,
 			      (unsigned long long)st.large_allocs);
-	sefer_message("stats: segments %llu (peak %llu), committed %llu KiB (peak %llu KiB), "
-		      "purged %llu KiB",
+	sefer_message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
+		      "%llu KiB), purged %llu KiB",
 		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
+		      (unsigned long long)st.segments_mapped,
 		      (unsigned long long)st.committed >> 10,
 		      (unsigned long long)st.committed_peak >> 10,
 		      (unsigned long long)st.purged >> 10);

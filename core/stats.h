@@ -11,7 +11,7 @@
 #include "core/config.h"
 
 struct global_stats {
-	atomic_llong segments, segments_peak;
+	atomic_llong segments, segments_peak, segments_mapped;
 	atomic_llong committed, committed_peak;
 	atomic_llong purged;
 	atomic_llong abandoned, reclaimed;

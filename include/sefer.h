@@ -49,6 +49,7 @@ struct sefer_stats {
 	uint64_t large_allocs;	  /* allocations served by a dedicated segment */
 	uint64_t segments;	  /* segments mapped now */
 	uint64_t segments_peak;	  /* most segments mapped at once */
+	uint64_t segments_mapped; /* segments mapped since start (each one an OS call) */
 	uint64_t committed;	  /* bytes of segment memory mapped and not purged, now */
 	uint64_t committed_peak;  /* peak of committed */
 	uint64_t purged;	  /* bytes handed back to the OS while staying mapped */

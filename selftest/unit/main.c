@@ -15,6 +15,7 @@ static const struct {
 	{ "threads", threads_suite },	{ "process", process_suite },
 	{ "large_cache", large_cache_suite }, { "numa", numa_suite },
 	{ "decommit", decommit_suite }, { "fastbin", fastbin_suite },
+	{ "pages", pages_suite },	{ "generations", generations_suite },
 };
 
 int main(int argc, char **argv)

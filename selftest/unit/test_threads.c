@@ -108,7 +108,7 @@ START_TEST(exit_while_others_free)
 				uint8_t *p = atomic_exchange(&handoff[i][j], NULL);
 
 				ck_assert_uint_eq(p[0], (uint8_t)i);
-				sefer_free(p); /* abandoned: adopted by this thread on free */
+				sefer_free(p); /* abandoned: a cross-thread free, reclaimed later */
 			}
 	}
 	sefer_stats_get(&st);

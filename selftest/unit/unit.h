@@ -18,6 +18,8 @@ Suite *large_cache_suite(void);
 Suite *numa_suite(void);
 Suite *decommit_suite(void);
 Suite *fastbin_suite(void);
+Suite *pages_suite(void);
+Suite *generations_suite(void);
 
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Thread generations: what an exiting thread leaves is reused by the next one, stays bounded,
+ * and goes back to the OS once no other thread is left to reuse it.
+ *
+ *  - spares: a thread's empty segments become spares; the next thread maps none of its own.
+ *  - reclaim, not adopt-on-free: a thread that only frees an exited thread's blocks does not
+ *    take its segments over; the next thread that needs memory reclaims them.
+ *  - bounded: 40 generations of threads that share items keep the segment count where the
+ *    first generations left it; when the last worker exits, committed bytes and RSS come back.
+ *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
+ *    another thread's slow path, not at exit, while that thread lives.
+ *
+ * Counts come from sefer_stats (CONFIG_STATS); RSS is checked with CONFIG_DECOMMIT and
+ * without a sanitizer, as in test_decommit.c.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/heap.h"
+#include "core/options.h"
+#include "unit.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+#define MiB ((size_t)1 << 20)
+#define STATS IS_ENABLED(CONFIG_STATS)
+#define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static struct sefer_stats stats(void)
+{
+	struct sefer_stats st;
+
+	sefer_stats_get(&st);
+	return st;
+}
+
+/* A thread that stays alive (with a heap) until told to stop: the exits under test are then
+ * never the last but one, which purges everything at once. */
+static atomic_int keep_running;
+
+static void *keepalive(void *arg)
+{
+	(void)arg;
+	sefer_free(sefer_malloc(32));
+	while (atomic_load(&keep_running))
+		sleep_ms(1);
+	return NULL;
+}
+
+static pthread_t start_keepalive(void)
+{
+	pthread_t t;
+
+	atomic_store(&keep_running, 1);
+	pthread_create(&t, NULL, keepalive, NULL);
+	return t;
+}
+
+static void stop_keepalive(pthread_t t)
+{
+	atomic_store(&keep_running, 0);
+	pthread_join(t, NULL);
+}
+
+#define SPARE_BYTES (6 * MiB)
+
+static void *fill_v[SPARE_BYTES / 256]; /* not from sefer: a large block maps a segment */
+
+static void *fill_and_free(void *arg)
+{
+	size_t n = SPARE_BYTES / 256;
+
+	for (size_t i = 0; i < n; i++) {
+		fill_v[i] = sefer_malloc(256);
+		memset(fill_v[i], 1, 256);
+	}
+	for (size_t i = 0; i < n; i++)
+		sefer_free(fill_v[i]);
+	(void)arg;
+	return NULL;
+}
+
+START_TEST(spares_serve_the_next_thread)
+{
+	pthread_t k = start_keepalive(), t;
+
+	pthread_create(&t, NULL, fill_and_free, NULL);
+	pthread_join(t, NULL);
+	struct sefer_stats st0 = stats();
+
+	for (int gen = 0; gen < 10; gen++) {
+		pthread_create(&t, NULL, fill_and_free, NULL);
+		pthread_join(t, NULL);
+	}
+	struct sefer_stats st1 = stats();
+
+	if (STATS)
+		ck_assert_msg(st1.segments_mapped == st0.segments_mapped,
+			      "10 more generations mapped %lld more segments",
+			      (long long)(st1.segments_mapped - st0.segments_mapped));
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+#define NLEFT 2000
+static void *left[NLEFT];
+
+static void *alloc_and_leave(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < NLEFT; i++) {
+		left[i] = sefer_malloc(48 + (size_t)(i % 8) * 16);
+		memset(left[i], 7, 48);
+	}
+	return NULL; /* exits with every block live: its segments are abandoned */
+}
+
+static void *alloc_some(void *arg)
+{
+	void **v = arg;
+
+	for (int i = 0; i < NLEFT; i++)
+		v[i] = sefer_malloc(48 + (size_t)(i % 8) * 16);
+	return NULL;
+}
+
+START_TEST(freeing_thread_does_not_adopt)
+{
+	pthread_t k = start_keepalive(), t;
+	struct segment *seg;
+	static void *again[NLEFT];
+
+	pthread_create(&t, NULL, alloc_and_leave, NULL);
+	pthread_join(t, NULL);
+	seg = segment_of(left[0]);
+	ck_assert_ptr_null(atomic_load(&seg->owner));
+	/* this (older) thread frees them all: pushed as cross-thread frees, nothing adopted */
+	for (int i = 0; i < NLEFT; i++) {
+		ck_assert_uint_eq(((uint8_t *)left[i])[0], 7);
+		sefer_free(left[i]);
+	}
+	ck_assert_ptr_null(atomic_load(&seg->owner));
+	struct sefer_stats st0 = stats();
+
+	/* a new thread that needs memory reclaims the segment and reuses its blocks */
+	pthread_create(&t, NULL, alloc_some, again);
+	pthread_join(t, NULL);
+	struct sefer_stats st1 = stats();
+	bool reused = false;
+
+	for (int i = 0; i < NLEFT; i++)
+		reused |= segment_of(again[i]) == seg;
+	ck_assert_msg(reused, "the next thread did not reuse the abandoned segment");
+	if (STATS) {
+		ck_assert_uint_gt(st1.reclaimed, st0.reclaimed);
+		ck_assert_uint_eq(st1.segments_mapped, st0.segments_mapped);
+	}
+	for (int i = 0; i < NLEFT; i++)
+		sefer_free(again[i]);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/* Generations of two threads sharing items through an exchange, verified when freed. */
+#define XCHG 512
+#define ITEMS 6000
+static _Atomic(uint64_t *) xchg[XCHG];
+static atomic_long corrupt;
+
+static uint64_t *item_new(uint64_t id)
+{
+	size_t words = 2 + id % 60;
+	uint64_t *it = sefer_malloc(words * 8);
+
+	it[0] = words;
+	for (size_t i = 1; i < words; i++)
+		it[i] = id * 31 + i;
+	it[1] = id;
+	return it;
+}
+
+static void item_free(uint64_t *it)
+{
+	if (!it)
+		return;
+	for (size_t i = 2; i < it[0]; i++)
+		if (it[i] != it[1] * 31 + i)
+			atomic_fetch_add(&corrupt, 1);
+	sefer_free(it);
+}
+
+static void *generation_worker(void *arg)
+{
+	uint64_t id = (uint64_t)(uintptr_t)arg * 1000003u;
+	uint64_t *local[64] = { 0 };
+
+	for (uint64_t i = 0; i < ITEMS; i++) {
+		uint64_t *it = item_new(id + i);
+
+		if (i % 4 == 0)
+			it = atomic_exchange(&xchg[(id + i * 13) % XCHG], it);
+		else {
+			uint64_t *old = local[i % 64];
+
+			local[i % 64] = it;
+			it = old;
+		}
+		item_free(it);
+	}
+	for (int i = 0; i < 64; i++)
+		item_free(local[i]);
+	return NULL;
+}
+
+START_TEST(generations_bounded_then_returned)
+{
+	pthread_t k = start_keepalive(), t[2];
+	size_t rss0;
+	struct sefer_stats st3 = { 0 }, st;
+
+	sefer_collect(true);
+	rss0 = rss_bytes();
+	for (int gen = 0; gen < 40; gen++) {
+		for (int i = 0; i < 2; i++)
+			pthread_create(&t[i], NULL, generation_worker,
+				       (void *)(uintptr_t)(gen * 2 + i + 1));
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		if (gen == 3)
+			st3 = stats();
+	}
+	st = stats();
+	ck_assert_int_eq(atomic_load(&corrupt), 0);
+	if (STATS)
+		ck_assert_msg(st.segments_peak <= st3.segments_peak + 1,
+			      "segments at the peak grew from %llu after 4 generations to %llu "
+			      "after 40", (unsigned long long)st3.segments_peak,
+			      (unsigned long long)st.segments_peak);
+	for (int i = 0; i < XCHG; i++)
+		item_free(atomic_exchange(&xchg[i], NULL));
+	/* the last worker goes: only this thread is left, and what exited threads kept is
+	 * returned without waiting for a slow path that may never come */
+	stop_keepalive(k);
+	st = stats();
+	/* every item was freed, most by threads that did not own it: the segments their
+	 * owners abandoned were collected and emptied, none is left abandoned */
+	if (STATS && IS_ENABLED(CONFIG_DECOMMIT))
+		ck_assert_msg(st.abandoned == 0, "%llu segments still abandoned",
+			      (unsigned long long)st.abandoned);
+	if (CHECK_RSS)
+		ck_assert_msg(rss_bytes() <= rss0 + 6 * MiB, "RSS %zu KiB at start, %zu KiB after",
+			      rss0 >> 10, rss_bytes() >> 10);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+#define HOLES 3
+static void *kept[HOLES];
+
+/* Fill HOLES segments' worth, free all but one block per segment, exit. */
+static void *leave_holes(void *arg)
+{
+	size_t n = HOLES * SEGMENT_SIZE / 512;
+	void **v = sefer_malloc(n * sizeof(*v));
+	int k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v[i] = sefer_malloc(512);
+		memset(v[i], 3, 512);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (k < HOLES && (i == 0 || segment_of(v[i]) != segment_of(kept[k - 1]))) {
+			kept[k++] = v[i];
+			continue;
+		}
+		sefer_free(v[i]);
+	}
+	sefer_free(v);
+	(void)arg;
+	return NULL;
+}
+
+static void *allocate_new_class(void *arg)
+{
+	void **p = arg;
+
+	*p = sefer_malloc(3000); /* a class with no page yet: the slow path runs */
+	return NULL;
+}
+
+START_TEST(abandoned_purged_after_delay)
+{
+	pthread_t k, t;
+	void *p = NULL;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS)
+		return;
+	k = start_keepalive();
+	struct sefer_stats st0 = stats();
+
+	pthread_create(&t, NULL, leave_holes, NULL);
+	pthread_join(t, NULL);
+	struct sefer_stats st1 = stats();
+
+	/* not purged at exit: another thread lives and may reuse the pages */
+	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
+	sleep_ms((long)sefer_opt.purge_delay_ms + 20);
+	pthread_create(&t, NULL, allocate_new_class, &p);
+	pthread_join(t, NULL);
+	struct sefer_stats st2 = stats();
+
+	ck_assert_msg(st2.purged - st1.purged >= HOLES * SEGMENT_SIZE / 2,
+		      "only %llu KiB purged after the delay",
+		      (unsigned long long)(st2.purged - st1.purged) >> 10);
+	for (int i = 0; i < HOLES; i++) {
+		ck_assert_uint_eq(((uint8_t *)kept[i])[511], 3);
+		sefer_free(kept[i]);
+	}
+	sefer_free(p);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+Suite *generations_suite(void)
+{
+	Suite *s = suite_create("generations");
+	TCase *tc = tcase_create("exit");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, spares_serve_the_next_thread);
+	tcase_add_test(tc, freeing_thread_does_not_adopt);
+	tcase_add_test(tc, generations_bounded_then_returned);
+	tcase_add_test(tc, abandoned_purged_after_delay);
+	suite_add_tcase(s, tc);
+	return s;
+}

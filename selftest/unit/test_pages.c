@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Page queues: a full page that gets a block back goes to the back of its bin queue, so the
+ * next malloc does not take that one block and send the page straight back to the full queue
+ * (the full/unfull ping-pong that cost larson with thread rounds a third of its cycles).
+ * Every block stays accounted for through full -> unfull -> full again.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "core/heap.h"
+#include "unit.h"
+
+#define SIZE 896 /* a direct-table class no other test here uses */
+#define MAXB 1024
+
+static void *blk[MAXB];
+
+static bool live_twice(size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (blk[i] && blk[i] == blk[j])
+				return true;
+	return false;
+}
+
+START_TEST(unfull_goes_to_the_back)
+{
+	if (IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return; /* the magazine keeps the freed block: the page stays full */
+	struct heap *heap;
+	struct page_queue *q;
+	struct page *a = NULL, *front;
+	unsigned bin = bin_index(SIZE);
+	size_t n = 0, slot = (SIZE + GRANULE - 1) >> GRANULE_SHIFT, ai = 0;
+
+	/* Fill pages of the class until three of them are full and a fourth serves. */
+	for (int full = 0; full < 3 && n < MAXB; n++) {
+		blk[n] = sefer_malloc(SIZE);
+		ck_assert_ptr_nonnull(blk[n]);
+		memset(blk[n], (int)n, SIZE);
+		heap = heap_get();
+		full = 0;
+		for (struct page *pg = heap->full.first; pg; pg = pg->next)
+			full += pg->bin == bin;
+	}
+	heap = heap_get();
+	q = &heap->bins[bin];
+	front = q->first;
+	ck_assert_ptr_nonnull(front);
+	ck_assert_ptr_eq(heap->direct[slot], front);
+	/* a block of a full page */
+	for (size_t i = 0; i < n && !a; i++) {
+		struct page *pg = page_of(segment_of(blk[i]), blk[i]);
+
+		if (pg->flags & PAGE_FULL) {
+			a = pg;
+			ai = i;
+		}
+	}
+	ck_assert_ptr_nonnull(a);
+	sefer_free(blk[ai]);
+	blk[ai] = NULL;
+	/* unfull: out of the full queue, at the back of the bin queue, not served next */
+	ck_assert(!(a->flags & PAGE_FULL));
+	ck_assert_ptr_eq(q->last, a);
+	ck_assert_ptr_eq(q->first, front);
+	ck_assert_ptr_eq(heap->direct[slot], front);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	/* the front page serves until it is full; only then does the freed block come back */
+	size_t from_front = 0;
+	bool got_a = false;
+
+	for (size_t k = 0; k < 200 && !got_a; k++) {
+		void *p = sefer_malloc(SIZE);
+		struct page *pg = page_of(segment_of(p), p);
+
+		ck_assert_ptr_nonnull(p);
+		got_a = pg == a;
+		if (!got_a) {
+			ck_assert_ptr_eq(pg, front);
+			from_front++;
+		}
+		ck_assert_uint_lt(n, MAXB);
+		blk[n++] = p;
+	}
+	ck_assert(got_a);
+	ck_assert_uint_gt(from_front, 0);
+	ck_assert(front->flags & PAGE_FULL);
+	/* a is full again with every block accounted for */
+	ck_assert(a->flags & PAGE_FULL || a->free == NULL);
+	ck_assert(!live_twice(n));
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (size_t i = 0; i < n; i++)
+		sefer_free(blk[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/* Many rounds of full -> one free -> full: no block handed out twice, none lost. */
+START_TEST(full_unfull_churn_accounted)
+{
+	size_t n = 0;
+
+	for (; n < 400; n++) {
+		blk[n] = sefer_malloc(SIZE);
+		((uint32_t *)blk[n])[4] = (uint32_t)n;
+	}
+	for (int round = 0; round < 20000; round++) {
+		size_t i = ((size_t)round * 7919) % n;
+
+		ck_assert_uint_eq(((uint32_t *)blk[i])[4], (uint32_t)i);
+		sefer_free(blk[i]);
+		blk[i] = sefer_malloc(SIZE);
+		ck_assert_ptr_nonnull(blk[i]);
+		((uint32_t *)blk[i])[4] = (uint32_t)i;
+		if (round % 5000 == 0) {
+			ck_assert(!live_twice(n));
+			ck_assert_uint_eq(sefer_check_heap(), 0);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		sefer_free(blk[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+Suite *pages_suite(void)
+{
+	Suite *s = suite_create("pages");
+	TCase *tc = tcase_create("queues");
+
+	tcase_add_test(tc, unfull_goes_to_the_back);
+	tcase_add_test(tc, full_unfull_churn_accounted);
+	suite_add_tcase(s, tc);
+	return s;
+}
