@@ -62,7 +62,7 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	for (size_t i = 0; i < pg->reserved; i++)
 		live += live_test(seg, pg->start + i * pg->block_size);
 	if (!IS_ENABLED(CONFIG_POLICY_FASTBIN) && live != pg->used)
-		problem(c, "live bitmap disagrees with the used count", pg);
+		problem(c, "live map disagrees with the used count", pg);
 #endif
 }
 

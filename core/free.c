@@ -3,10 +3,10 @@
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
  * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
- * protocol). With CONFIG_DEBUG_DOUBLE_FREE the owner's frees test the live bitmap; another
+ * protocol). With CONFIG_DEBUG_DOUBLE_FREE the owner's frees test the live map; another
  * thread's free tests the block's free mark (segment.h) and the page geometry copied to the
  * xthread line, so it reads no cache line the owner writes at every malloc. The owner checks
- * the bitmap again when it collects the block.
+ * the map again when it collects the block.
  */
 #include <errno.h>
 
@@ -96,7 +96,7 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		/* The bitmap's line is the owner's: read only for a marked block (segment.h). */
+		/* The map's line is the owner's: read only for a marked block (segment.h). */
 		if (!xthread_block_ok(pg, b) || (block_marked_free(b) && !live_test(seg, b))) {
 			report_bad_free(seg, b);
 			return;

@@ -85,7 +85,7 @@ static void segment_publish(struct segment *seg)
 /* ---- spare segments (empty, of exited heaps) ---- */
 static struct spinlock spare_lock = SPINLOCK_INIT;
 static struct segment *spare;
-static unsigned nspare;
+static unsigned nspare; /* written under spare_lock, read without it as a hint */
 _Atomic(uint64_t) sefer_purge_at; /* earliest spare/abandoned purge deadline, 0 = none */
 
 /* Lower the global deadline to `when` (a spare or abandoned segment has dirty slots). */
@@ -125,7 +125,7 @@ static void spare_put(struct segment *seg, uint64_t now)
 	}
 	atomic_store_explicit(&seg->owner, HELD_OWNER, memory_order_relaxed);
 	list_push(&spare, seg);
-	nspare++;
+	__atomic_store_n(&nspare, nspare + 1, __ATOMIC_RELAXED);
 	spin_unlock(&spare_lock);
 	if (due)
 		global_purge_at(due);
@@ -147,13 +147,13 @@ static struct segment *spare_take(struct heap *heap)
 {
 	struct segment *seg;
 
-	if (!__atomic_load_n(&spare, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&nspare, __ATOMIC_RELAXED))
 		return NULL;
 	spin_lock(&spare_lock);
 	seg = spare;
 	if (seg) {
 		list_remove(&spare, seg);
-		nspare--;
+		__atomic_store_n(&nspare, nspare - 1, __ATOMIC_RELAXED);
 		/* relaxed: spare_lock orders the last holder's writes to the header before ours */
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
 	}
@@ -166,7 +166,7 @@ uint64_t spare_purge(uint64_t now, bool force)
 {
 	uint64_t next = 0;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&spare, __ATOMIC_RELAXED))
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&nspare, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&spare_lock);
 	for (struct segment *seg = spare; seg; seg = seg->next) {

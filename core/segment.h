@@ -173,11 +173,11 @@ void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INT
  * The second word of every free small block (carved, freed locally or collected, held by a
  * policy) is the block's own address, the *free mark*: one store on the free fast path, and
  * nothing a read of a freed block could not already know. A cross-thread free tests it
- * before the owner's live bitmap, whose cache line the owner writes at every malloc: a block
+ * before the owner's live map, whose cache line the owner writes at every malloc: a block
  * without its mark is not free. A marked one is free, or live with the mark left over (malloc
  * does not clear it: that store cost larson 8.5% at one thread) until the user writes the
  * block's second word, or live with user data equal to it (a self-pointer at offset 8, as an
- * empty list head makes): the bitmap settles it, so a stale mark costs a cache miss, never a
+ * empty list head makes): the map settles it, so a stale mark costs a cache miss, never a
  * false report. Measured, 2 threads handing 16..1024 byte blocks: 11M -> 14M ops/s when the
  * producer writes a block's first 16 bytes, no change when it writes only the first byte.
  * calloc clears the mark with the rest.

@@ -71,6 +71,8 @@ static pthread_t start_keepalive(void)
 {
 	pthread_t t;
 
+	sefer_free(sefer_malloc(32)); /* this thread has a heap too (not so under a sanitizer,
+				       * whose runtime owns malloc) */
 	atomic_store(&keep_running, 1);
 	pthread_create(&t, NULL, keepalive, NULL);
 	return t;
