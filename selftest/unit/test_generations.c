@@ -56,12 +56,13 @@ static struct sefer_stats stats(void)
 
 /* A thread that stays alive (with a heap) until told to stop: the exits under test are then
  * never the last but one, which purges everything at once. */
-static atomic_int keep_running;
+static atomic_int keep_running, keep_ready;
 
 static void *keepalive(void *arg)
 {
 	(void)arg;
 	sefer_free(sefer_malloc(32));
+	atomic_store(&keep_ready, 1);
 	while (atomic_load(&keep_running))
 		sleep_ms(1);
 	return NULL;
@@ -74,7 +75,10 @@ static pthread_t start_keepalive(void)
 	sefer_free(sefer_malloc(32)); /* this thread has a heap too (not so under a sanitizer,
 				       * whose runtime owns malloc) */
 	atomic_store(&keep_running, 1);
+	atomic_store(&keep_ready, 0);
 	pthread_create(&t, NULL, keepalive, NULL);
+	while (!atomic_load(&keep_ready)) /* its heap exists before anything is measured */
+		sleep_ms(1);
 	return t;
 }
 
