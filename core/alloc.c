@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/align.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/init.h"
@@ -73,7 +74,8 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	seg = policy_large_alloc(heap, size, align, &is_zero);
+	/* A cached segment is aligned to SEGMENT_SIZE only: larger alignments map their own. */
+	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &is_zero) : NULL;
 	if (!seg) {
 		seg = segment_alloc_large(heap, size, align);
 		if (!seg) {
@@ -108,7 +110,7 @@ size_t usable_size_any(const void *p)
 {
 	struct segment *seg = segment_of(p);
 
-	if (!p || !segtab_contains(seg))
+	if (!p || (!segtab_contains(seg) && !(seg = aligned_segment_of(p))))
 		return 0;
 	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
 		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
@@ -128,7 +130,7 @@ void *realloc_any(void *p, size_t size)
 		sefer_free_inline(p);
 		return NULL;
 	}
-	if (!segtab_contains(segment_of(p))) {
+	if (!segtab_contains(segment_of(p)) && !aligned_segment_of(p)) {
 		report_error("realloc", p, "not allocated by sefer");
 		errno = EINVAL;
 		return NULL;
@@ -152,13 +154,14 @@ void *realloc_any(void *p, size_t size)
  * boundaries, and a size class that is a multiple of `align` keeps every block aligned; the
  * class of align_up(size, align) always is one (see Documentation/architecture.rst), so small
  * requests need no interior pointers. Larger alignments get a large segment whose block is
- * placed at an aligned offset.
+ * placed at an aligned offset; every power of two up to MAX_ALIGN is served, from SEGMENT_SIZE
+ * up by a reservation aligned to it (align.h).
  */
 void *aligned_any(size_t align, size_t size)
 {
 	if (is_pow2(align) && align <= GRANULE)
 		return sefer_malloc_inline(size);
-	if (!is_pow2(align) || align > SEGMENT_SIZE / 2 || size > PTRDIFF_MAX) {
+	if (!is_pow2(align) || align > MAX_ALIGN || size > PTRDIFF_MAX) {
 		errno = is_pow2(align) ? ENOMEM : EINVAL;
 		return NULL;
 	}

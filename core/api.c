@@ -2,6 +2,7 @@
 /* The prefixed API (include/sefer.h). The malloc family in face.c shares these paths. */
 #include <errno.h>
 
+#include "core/align.h"
 #include "core/alloc.h"
 #include "core/init.h"
 #include "sefer.h"
@@ -86,12 +87,12 @@ SEFER_API size_t sefer_usable_size(const void *p)
 
 SEFER_API size_t sefer_max_alignment(void)
 {
-	return SEGMENT_SIZE / 2;
+	return MAX_ALIGN;
 }
 
 SEFER_API bool sefer_owns(const void *p)
 {
-	return p && segtab_contains(segment_of(p));
+	return p && (segtab_contains(segment_of(p)) || aligned_segment_of(p));
 }
 
 SEFER_API void sefer_collect(bool force)

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 
+#include "core/align.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/init.h"
@@ -39,8 +40,14 @@ static __cold void report_bad_free(struct segment *seg, const void *p)
 
 void free_foreign(const void *p)
 {
+	struct segment *seg;
+
 	if (!p)
 		return;
+	if ((seg = aligned_segment_of(p))) { /* aligned to a segment or more: core/align.h */
+		large_free(seg, (void *)p);
+		return;
+	}
 	report_error("invalid free", p, "not allocated by sefer");
 }
 

@@ -57,12 +57,12 @@ static void list_remove(struct segment **head, struct segment *seg)
 	seg->next = seg->prev = NULL;
 }
 
-static void *segment_map(struct heap *heap, size_t size, int *node)
+static void *segment_map(struct heap *heap, size_t size, size_t align, int *node)
 {
 	void *mem;
 
 	*node = policy_segment_node(heap);
-	mem = sefer_os.reserve(size, SEGMENT_SIZE, *node);
+	mem = sefer_os.reserve(size, align, *node);
 	if (!mem)
 		return NULL;
 	policy_segment_placed(mem, size, *node);
@@ -210,7 +210,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 		if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
 			heap->next_purge = seg->purge_at;
 	} else {
-		seg = segment_map(heap, SEGMENT_SIZE, &node);
+		seg = segment_map(heap, SEGMENT_SIZE, SEGMENT_SIZE, &node);
 		if (!seg)
 			return NULL;
 		seg->kind = SEG_SMALL;
@@ -239,9 +239,10 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 	struct segment *seg;
 	int node;
 
-	if (size > SIZE_MAX / 2 || total < size)
+	if (size > SIZE_MAX / 2 || off > SIZE_MAX / 2 || total < size)
 		return NULL;
-	seg = segment_map(heap, total, &node);
+	/* From SEGMENT_SIZE up the block lies `align` into a reservation aligned to it (align.h). */
+	seg = segment_map(heap, total, align > SEGMENT_SIZE ? align : SEGMENT_SIZE, &node);
 	if (!seg)
 		return NULL;
 	seg->kind = SEG_LARGE;

@@ -36,7 +36,11 @@ SEFER_API void *sefer_valloc(size_t size);
 SEFER_API void *sefer_pvalloc(size_t size);
 SEFER_API size_t sefer_usable_size(const void *p);
 
-/* Largest alignment sefer_aligned_alloc and friends accept (half a segment). */
+/*
+ * Largest alignment sefer_aligned_alloc and friends accept: every power of two up to half the
+ * address space sefer covers (2^(CONFIG_VA_BITS - 1)). A block aligned to A takes at most A
+ * bytes of address space beyond its size, and no memory.
+ */
 SEFER_API size_t sefer_max_alignment(void);
 
 /* Whether p lies in memory sefer manages (any pointer value is safe to ask about). */

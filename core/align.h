@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Alignments beyond half a segment.
+ *
+ * A large segment places its block at large_block_offset(align) from its start, which is
+ * `align` itself once the alignment exceeds the header. Up to SEGMENT_SIZE / 2 the block starts
+ * in the segment's first slot, so segment_of(block) is the header like for every other block.
+ * From SEGMENT_SIZE up the reservation is aligned to `align` (the OS contract's reserve() takes
+ * any power of two) and the block starts `align` bytes in: segment_of(block) is the block
+ * itself, a slot the segment table does not know. The paths that meet such a pointer there
+ * (free_foreign, realloc, malloc_usable_size, sefer_owns) ask aligned_segment_of() before they
+ * call it foreign.
+ *
+ * The address space the gap takes is the alignment, and nothing else: the OS maps no memory
+ * behind it until it is touched, and nothing touches it (Linux and Darwin map with
+ * MAP_NORESERVE; Windows commits it, so it counts against the commit limit there).
+ */
+#ifndef SEFER_CORE_ALIGN_H
+#define SEFER_CORE_ALIGN_H
+
+#include "core/segment.h"
+
+/* The largest alignment accepted: half the address space the segment table covers. */
+#define MAX_ALIGN ((size_t)1 << (CONFIG_VA_BITS - 1))
+
+/*
+ * The large segment whose block is exactly p, when p is a block aligned to SEGMENT_SIZE or
+ * more; NULL for every other pointer. Probes p - 2^k for each 2^k that divides p, from
+ * SEGMENT_SIZE up (at most VA_BITS - SEGMENT_SHIFT segment-table bits), and believes a header
+ * only when its large_block is p. Any pointer value is safe to ask about.
+ */
+struct segment *aligned_segment_of(const void *p) SEFER_INTERNAL __cold;
+
+#endif
