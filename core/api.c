@@ -5,6 +5,7 @@
 #include "core/align.h"
 #include "core/alloc.h"
 #include "core/init.h"
+#include "core/sized.h"
 #include "sefer.h"
 
 SEFER_API void *sefer_malloc(size_t size)
@@ -15,6 +16,18 @@ SEFER_API void *sefer_malloc(size_t size)
 SEFER_API void sefer_free(void *p)
 {
 	sefer_free_inline(p);
+}
+
+SEFER_API void sefer_free_sized(void *p, size_t size)
+{
+	if (sized_free_ok("sefer_free_sized", p, size, 0))
+		sefer_free_inline(p);
+}
+
+SEFER_API void sefer_free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+	if (sized_free_ok("sefer_free_aligned_sized", p, size, alignment))
+		sefer_free_inline(p);
 }
 
 SEFER_API void *sefer_calloc(size_t n, size_t size)

@@ -26,6 +26,13 @@ extern "C" {
 
 SEFER_API void *sefer_malloc(size_t size);
 SEFER_API void sefer_free(void *p);
+/*
+ * C23's sized frees: size (and alignment) as passed to the call that allocated p. With
+ * CONFIG_HARDENED a size or alignment that cannot describe the block is reported like a bad
+ * free and the block is kept; otherwise they are sefer_free(p).
+ */
+SEFER_API void sefer_free_sized(void *p, size_t size);
+SEFER_API void sefer_free_aligned_sized(void *p, size_t alignment, size_t size);
 SEFER_API void *sefer_calloc(size_t n, size_t size);
 SEFER_API void *sefer_realloc(void *p, size_t size);
 SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size);
@@ -86,6 +93,21 @@ SEFER_API void sefer_thread_done(void);
 SEFER_API size_t sefer_check_heap(void);
 
 SEFER_API const char *sefer_version(void);
+
+/*
+ * mallopt() parameters beyond glibc's <malloc.h>, honoured by the malloc face (sefer(3)):
+ * Android's numbers for its purge calls, and sefer's own purge delay.
+ */
+#ifndef M_DECAY_TIME
+#define M_DECAY_TIME (-100) /* 0: purge empty pages at once; else after the default delay */
+#endif
+#ifndef M_PURGE
+#define M_PURGE (-101)	    /* give free memory back now (malloc_trim(0)) */
+#endif
+#ifndef M_PURGE_ALL
+#define M_PURGE_ALL (-104)  /* the same */
+#endif
+#define SEFER_M_PURGE_DELAY_MS (-1000) /* SEFER_PURGE_DELAY_MS at run time, value >= 0 */
 
 #ifdef __cplusplus
 }
