@@ -133,14 +133,21 @@ AR := $(CROSS_COMPILE)ar
 kbuild-dirs := core backends/posix backends/linux backends/win32 backends/darwin \
 	policies/fastbin policies/numa policies/large_cache persist
 
+# so-obj-y and a-obj-y list objects of libsefer.so alone and of libsefer.a alone.
 define collect-kbuild
 obj-y :=
+so-obj-y :=
+a-obj-y :=
 libs-y :=
 -include $(srctree)/$(1)/Kbuild
 lib-objs += $$(addprefix $(objtree)/$(1)/,$$(obj-y))
+so-objs += $$(addprefix $(objtree)/$(1)/,$$(so-obj-y))
+a-objs += $$(addprefix $(objtree)/$(1)/,$$(a-obj-y))
 lib-libs += $$(libs-y)
 endef
 lib-objs :=
+so-objs :=
+a-objs :=
 lib-libs :=
 $(foreach d,$(kbuild-dirs),$(eval $(call collect-kbuild,$(d))))
 
@@ -174,7 +181,7 @@ $(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
 	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $@)) -MMD -MP -c -o $@ $<
 
--include $(lib-objs:.o=.d)
+-include $(lib-objs:.o=.d) $(so-objs:.o=.d) $(a-objs:.o=.d)
 
 ifeq ($(CONFIG_BACKEND_WIN32),y)
 shared-lib := $(objtree)/sefer.dll
@@ -183,13 +190,14 @@ shared-lib := $(objtree)/libsefer.so
 endif
 static-lib := $(objtree)/libsefer.a
 # A changed selection rebuilds the archive from scratch: deselected objects leave it.
-$(static-lib): $(lib-objs) $(autoconf-mk)
+$(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 	$(quiet) AR $(notdir $@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $(lib-objs)
+	$(Q)rm -f $@ && $(AR) rcs $@ $(lib-objs) $(a-objs)
 
-$(objtree)/libsefer.so: $(lib-objs) $(autoconf-mk)
+$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk)
 	$(quiet) LD $(notdir $@)
-	$(Q)$(CC) -shared -Wl,-soname,libsefer.so -Wl,-z,nodelete -o $@ $(lib-objs) $(LDLIBS) $(LDFLAGS)
+	$(Q)$(CC) -shared -Wl,-soname,libsefer.so -Wl,-z,nodelete -o $@ $(lib-objs) $(so-objs) \
+		$(LDLIBS) $(LDFLAGS)
 
 $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
 	$(quiet) LD $(notdir $@)

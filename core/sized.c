@@ -18,6 +18,8 @@ bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 		report_error(fn, p, why);
 		return false;
 	}
+	if (size == SIZE_UNKNOWN)
+		return true;
 	if (!segtab_contains(seg) && !(seg = aligned_segment_of(p)))
 		return true; /* foreign: free() reports it */
 	usable = usable_size_any(p);

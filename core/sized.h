@@ -10,6 +10,9 @@
 
 #include "core/config.h"
 
+/* The size for a call that passes only an alignment (C++'s aligned unsized delete). */
+#define SIZE_UNKNOWN SIZE_MAX
+
 /*
  * Report and return false when (size, align) cannot be the request that made block p: p not
  * aligned to align or align not a power of two, size beyond the block, or the block more than
