@@ -7,6 +7,7 @@
 #   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
 #   make run                build the default config, run a real program and the headline benchmark
 #   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
+#   make install | uninstall [PREFIX=/usr/local] [DESTDIR=] [LIBDIR= INCLUDEDIR= BINDIR= MANDIR=]
 #   make clean | distclean
 #
 # Build output goes to $(O) (default build/), never into the source tree. The configuration
@@ -183,6 +184,12 @@ $(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file)
 
 -include $(lib-objs:.o=.d) $(so-objs:.o=.d) $(a-objs:.o=.d)
 
+# The release, from include/sefer.h; the shared library's SONAME carries the major number.
+sefer-version-part = $(shell sed -n 's/^\#define SEFER_VERSION_$(1) //p' $(srctree)/include/sefer.h)
+SEFER_VERSION := $(call sefer-version-part,MAJOR).$(call sefer-version-part,MINOR).$(call \
+	sefer-version-part,PATCH)
+SEFER_SONAME := libsefer.so.$(call sefer-version-part,MAJOR)
+
 ifeq ($(CONFIG_BACKEND_WIN32),y)
 shared-lib := $(objtree)/sefer.dll
 else
@@ -194,10 +201,14 @@ $(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 	$(quiet) AR $(notdir $@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $(lib-objs) $(a-objs)
 
+# build/libsefer.so is the library itself (LD_PRELOAD it from there); the SONAME link beside it
+# lets a program linked with -Lbuild -lsefer run from the build tree too. make install names
+# the file libsefer.so.MAJOR.MINOR.PATCH (scripts/install.mk).
 $(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk)
 	$(quiet) LD $(notdir $@)
-	$(Q)$(CC) -shared -Wl,-soname,libsefer.so -Wl,-z,nodelete -o $@ $(lib-objs) $(so-objs) \
+	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(lib-objs) $(so-objs) \
 		$(LDLIBS) $(LDFLAGS)
+	$(Q)ln -sf libsefer.so $(objtree)/$(SEFER_SONAME)
 
 $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
 	$(quiet) LD $(notdir $@)
@@ -213,11 +224,15 @@ include $(srctree)/selftest/selftest.mk
 -include $(srctree)/persist/persist.mk
 -include $(srctree)/policies/policies.mk
 -include $(srctree)/backends/ports.mk
+-include $(srctree)/Documentation/man/man.mk
+-include $(srctree)/scripts/install.mk
+-include $(srctree)/selftest/dropin/dropin.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
 		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll \
-		$(objtree)/sefer-pstore $(objtree)/ptmp
+		$(objtree)/sefer-pstore $(objtree)/ptmp $(objtree)/man $(objtree)/sefer.pc \
+		$(objtree)/check-install $(objtree)/dropin-hardened
 distclean:
 	$(Q)rm -rf $(objtree)
 help:

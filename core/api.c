@@ -124,7 +124,11 @@ SEFER_API void sefer_thread_done(void)
 		heap_abandon(heap);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define VERSION STR(SEFER_VERSION_MAJOR) "." STR(SEFER_VERSION_MINOR) "." STR(SEFER_VERSION_PATCH)
+
 SEFER_API const char *sefer_version(void)
 {
-	return "sefer 0.1";
+	return "sefer " VERSION;
 }

@@ -28,7 +28,7 @@ bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 	large = atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER;
 	/* A small aligned request is served from the class of align_up(size, align) (alloc.c). */
 	if (!large && align > GRANULE)
-		need = align_up(size, align);
+		need = align_up(size ? size : 1, align);
 	slack = large ? (size > SPAGE_SIZE ? size : SPAGE_SIZE) : (need > GRANULE ? need : GRANULE);
 	if (need <= usable && usable - need <= slack)
 		return true;

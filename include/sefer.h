@@ -14,6 +14,11 @@
 extern "C" {
 #endif
 
+/* The release; the shared library's SONAME is libsefer.so.SEFER_VERSION_MAJOR. */
+#define SEFER_VERSION_MAJOR 0
+#define SEFER_VERSION_MINOR 1
+#define SEFER_VERSION_PATCH 0
+
 #if defined(_WIN32) && !defined(SEFER_STATIC)
 #ifdef SEFER_BUILD
 #define SEFER_API __declspec(dllexport)
@@ -92,6 +97,7 @@ SEFER_API void sefer_thread_done(void);
  */
 SEFER_API size_t sefer_check_heap(void);
 
+/* "sefer MAJOR.MINOR.PATCH" of the library in use (which may be newer than this header). */
 SEFER_API const char *sefer_version(void);
 
 /*

@@ -55,6 +55,9 @@ $(pbench-bin): $(srctree)/bench/persist/pbench.c $(persist-dep-objs)
 	$(quiet) CC bench/persist/pbench
 	$(Q)$(CC) $(PERSIST_CFLAGS) -o $@ $< $(persist-dep-objs) -lpmemobj -lpthread -lm
 
+# 'make' builds the CLI with the libraries; 'make install' installs it.
+all: $(pstore-cli)
+
 persist-bins: $(ptest-bin) $(pstore-cli) $(pbench-bin)
 .PHONY: persist-bins
 # check-warnings builds test-bins with -Werror under gcc and clang: include these.

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The malloc face's drop-in extras, run under LD_PRELOAD=libsefer.so (check-face): glibc's
+ * __libc_* names, C23's sized frees, mallinfo2/mallinfo, mallopt, malloc_info, and every
+ * power-of-two alignment. It is linked to nothing of sefer's: what it calls by the usual names
+ * must be sefer's, which sefer_owns (found with dlsym) confirms.
+ *
+ *   face all [XML]        every check; malloc_info's report goes to XML when given
+ *   face contract         the sized frees, right sizes only (no report expected: HARDENED)
+ *   face sized-bad | aligned-bad | align-missing | delete-warn   one misuse each (check-face.sh
+ *                         expects the report and how the process ends)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define M_PURGE (-101)
+#define SEFER_M_PURGE_DELAY_MS (-1000)
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "face: FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
+	} while (0)
+
+static bool (*owns)(const void *);
+/* Stores the compiler cannot drop, so a malloc/free pair is not optimised away. */
+static void *volatile sink;
+static void (*f_free_sized)(void *, size_t);
+static void (*f_free_aligned_sized)(void *, size_t, size_t);
+
+static void *sym(const char *name)
+{
+	void *s = dlsym(RTLD_DEFAULT, name);
+
+	if (!s) {
+		fprintf(stderr, "face: %s not found: run under LD_PRELOAD=libsefer.so\n", name);
+		exit(2);
+	}
+	return s;
+}
+
+static size_t rss(void)
+{
+	long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void glibc_names(void)
+{
+	void *(*l_malloc)(size_t) = sym("__libc_malloc");
+	void (*l_free)(void *) = sym("__libc_free");
+	void *(*l_calloc)(size_t, size_t) = sym("__libc_calloc");
+	void *(*l_realloc)(void *, size_t) = sym("__libc_realloc");
+	void *(*l_memalign)(size_t, size_t) = sym("__libc_memalign");
+	Dl_info di;
+
+	CHECK(dladdr((void *)l_malloc, &di) && strstr(di.dli_fname, "libsefer"),
+	      "__libc_malloc from %s", di.dli_fname);
+	char *p = l_malloc(100), *q = l_calloc(10, 10);
+
+	CHECK(owns(p) && owns(q), "__libc_malloc/__libc_calloc not sefer's");
+	for (int i = 0; i < 100; i++)
+		CHECK(q[i] == 0, "__libc_calloc byte %d", i);
+	memset(p, 7, 100);
+	p = l_realloc(p, 5000);
+	CHECK(owns(p) && p[99] == 7, "__libc_realloc");
+	free(p);	/* one family into the other */
+	l_free(q);
+	p = l_memalign(4096, 10);
+	CHECK(owns(p) && (uintptr_t)p % 4096 == 0, "__libc_memalign");
+	l_free(p);
+	p = malloc(10);
+	l_free(p);
+}
+
+/* Right sizes, as the allocating calls were given them: no report even with HARDENED. */
+static void sized_frees(void)
+{
+	for (size_t n = 0; n < 600000; n = n * 3 / 2 + 1) {
+		void *p = malloc(n);
+
+		f_free_sized(p, n);
+		p = calloc(1, n);
+		f_free_sized(p, n);
+		p = malloc(n + n / 3);
+		p = realloc(p, n); /* may stay in place, bigger than n */
+		f_free_sized(p, n);
+		for (size_t a = 1; a <= ((size_t)1 << 22); a <<= 3) {
+			p = aligned_alloc(a, n);
+			CHECK(p && (uintptr_t)p % a == 0, "aligned_alloc(%zu, %zu)", a, n);
+			f_free_aligned_sized(p, a, n);
+		}
+	}
+	f_free_sized(NULL, 10);
+	f_free_aligned_sized(NULL, 64, 10);
+}
+
+static void info(void)
+{
+	struct mallinfo2 before = mallinfo2(), mid, after;
+	char *big = malloc((size_t)10 << 20);
+	void *small[1000];
+
+	sink = big;
+	for (int i = 0; i < 1000; i++)
+		sink = small[i] = malloc(1000);
+	mid = mallinfo2();
+	CHECK(mid.hblks == before.hblks + 1, "hblks %zu -> %zu", before.hblks, mid.hblks);
+	CHECK(mid.hblkhd >= before.hblkhd + ((size_t)10 << 20), "hblkhd %zu -> %zu", before.hblkhd,
+	      mid.hblkhd);
+	CHECK(mid.arena >= ((size_t)1 << 20) && mid.ordblks >= 1, "arena %zu ordblks %zu",
+	      mid.arena, mid.ordblks);
+	CHECK(mid.arena == mid.uordblks + mid.fordblks, "arena %zu != %zu + %zu", mid.arena,
+	      mid.uordblks, mid.fordblks);
+	CHECK(mid.usmblks >= mid.uordblks + mid.hblkhd, "usmblks %zu", mid.usmblks);
+	CHECK(mid.smblks == 0 && mid.fsmblks == 0, "smblks/fsmblks");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo old = mallinfo();
+#pragma GCC diagnostic pop
+
+	CHECK((size_t)old.hblkhd == mid.hblkhd && (size_t)old.hblks == mid.hblks, "mallinfo");
+	free(big);
+	for (int i = 0; i < 1000; i++)
+		free(small[i]);
+	after = mallinfo2();
+	CHECK(after.hblks == before.hblks, "hblks after free %zu", after.hblks);
+	/* the large cache keeps the freed block: keepcost; malloc_trim gives it back */
+	CHECK(after.keepcost >= ((size_t)10 << 20) || after.hblkhd < mid.hblkhd, "keepcost %zu",
+	      after.keepcost);
+	malloc_trim(0);
+	after = mallinfo2();
+	CHECK(after.keepcost == 0, "keepcost after malloc_trim %zu", after.keepcost);
+}
+
+static void opt(void)
+{
+	CHECK(mallopt(12345, 1) == 0, "unknown parameter accepted");
+	CHECK(mallopt(M_MXFAST, 64) == 1 && mallopt(M_MXFAST, 1000) == 0, "M_MXFAST");
+	CHECK(mallopt(M_ARENA_MAX, 4) == 1 && mallopt(M_ARENA_MAX, 0) == 0, "M_ARENA_MAX");
+	CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1 && mallopt(M_MMAP_THRESHOLD, -1) == 0,
+	      "M_MMAP_THRESHOLD");
+	CHECK(mallopt(M_TOP_PAD, 0) == 1 && mallopt(M_PERTURB, 0xa5) == 1, "ignored ones");
+	CHECK(mallopt(SEFER_M_PURGE_DELAY_MS, -1) == 0, "negative delay accepted");
+	CHECK(mallopt(M_PURGE, 0) == 1, "M_PURGE");
+
+	/* M_TRIM_THRESHOLD 0: empty pages purged as they empty, visible as fordblks */
+	CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1, "M_TRIM_THRESHOLD");
+	static void *v[20000];
+
+	for (int i = 0; i < 20000; i++)
+		memset(v[i] = malloc(1024), 1, 1024);
+	size_t full = rss();
+
+	for (int i = 0; i < 20000; i++)
+		free(v[i]);
+	struct mallinfo2 mi = mallinfo2();
+
+	CHECK(mi.fordblks >= ((size_t)8 << 20), "fordblks %zu after freeing 20 MB with delay 0",
+	      mi.fordblks);
+	CHECK(rss() + ((size_t)8 << 20) < full, "RSS %zu -> %zu", full, rss());
+	CHECK(mallopt(M_TRIM_THRESHOLD, 128 * 1024) == 1, "M_TRIM_THRESHOLD back");
+	CHECK(mallopt(SEFER_M_PURGE_DELAY_MS, 10) == 1, "SEFER_M_PURGE_DELAY_MS");
+}
+
+static void report(const char *xml)
+{
+	FILE *f = xml ? fopen(xml, "w+") : tmpfile();
+	char *big = malloc((size_t)3 << 20), buf[8192];
+	size_t n;
+
+	CHECK(f, "fopen %s", xml);
+	if (!f)
+		return;
+	sink = big;
+	CHECK(malloc_info(0, f) == 0, "malloc_info");
+	errno = 0;
+	CHECK(malloc_info(1, f) == -1 && errno == EINVAL, "malloc_info(1)");
+	fflush(f);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	CHECK(!strncmp(buf, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", 42),
+	      "head: %.60s", buf);
+	CHECK(strstr(buf, "<total type=\"mmap\" count=\"1\""), "the 3 MB block is not \"mmap\"");
+	CHECK(n > 10 && !strcmp(buf + n - 10, "</malloc>\n"), "tail");
+	CHECK(strstr(buf, "<total type=\"mmap\" count=\"") && strstr(buf, "<system type=\"max\""),
+	      "body");
+	free(big);
+}
+
+static void alignments(void)
+{
+	void *p = NULL;
+	size_t before = rss();
+
+	/* the issue's case: glibc, mimalloc and tcmalloc serve it */
+	CHECK(posix_memalign(&p, (size_t)1 << 30, 100) == 0 && (uintptr_t)p % ((size_t)1 << 30) == 0,
+	      "posix_memalign(1 GiB) = %p", p);
+	memset(p, 1, 100);
+	CHECK(owns(p) && malloc_usable_size(p) >= 100, "1 GiB-aligned block");
+	CHECK(rss() < before + ((size_t)1 << 20), "1 GiB-aligned block costs %zu bytes of RSS",
+	      rss() - before);
+	free(p);
+	for (unsigned k = 0; k <= 40; k++) {
+		size_t a = (size_t)1 << k;
+		char *q = aligned_alloc(a, 1000);
+
+		CHECK(q && (uintptr_t)q % a == 0, "aligned_alloc(2^%u) = %p", k, (void *)q);
+		if (!q)
+			continue;
+		q[0] = q[999] = 1;
+		q = realloc(q, 3000);
+		CHECK(q && q[0] == 1 && q[999] == 1, "realloc of a 2^%u-aligned block", k);
+		free(q);
+		p = memalign(a, 10);
+		CHECK(p && (uintptr_t)p % a == 0, "memalign(2^%u)", k);
+		free(p);
+	}
+	errno = 0;
+	CHECK(!aligned_alloc((size_t)1 << 62, 10) && errno == ENOMEM, "2^62 served");
+	CHECK(posix_memalign(&p, 3 * sizeof(void *), 10) == EINVAL, "alignment 24");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "all";
+
+	owns = sym("sefer_owns");
+	f_free_sized = sym("free_sized");
+	f_free_aligned_sized = sym("free_aligned_sized");
+	if (!strcmp(mode, "contract")) {
+		sized_frees();
+	} else if (!strcmp(mode, "sized-bad")) {
+		void *p = malloc(100);
+
+		sink = p;
+		f_free_sized(p, 4000); /* reported with HARDENED */
+		return 0;
+	} else if (!strcmp(mode, "aligned-bad")) {
+		void *p = aligned_alloc(64, 100);
+
+		f_free_aligned_sized(p, 4096 * 1024, 100); /* not aligned to it */
+		return 0;
+	} else if (!strcmp(mode, "delete-warn")) {
+		/* M_CHECK_ACTION without bit 1: the double free is reported and the program goes on */
+		void (*volatile release)(void *) = free; /* twice, unseen by -Wuse-after-free */
+		void *p = malloc(100);
+
+		sink = p;
+		mallopt(M_CHECK_ACTION, 1);
+		release(p);
+		release(p);
+		printf("face: still running after the double free\n");
+		return 0;
+	} else {
+		glibc_names();
+		sized_frees();
+		info();
+		opt();
+		report(argc > 2 ? argv[2] : NULL);
+		alignments();
+	}
+	printf("face: %s: %d checks, %d failed\n", mode, checks, failures);
+	return failures ? 1 : 0;
+}
