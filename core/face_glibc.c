@@ -25,8 +25,8 @@
 #define FACE __attribute__((visibility("default")))
 
 struct face_figures {
-	size_t small_segs, small_bytes;	/* small-block segments mapped, and their bytes */
-	size_t large_live, large_bytes;	/* large blocks in use, and their segments' bytes */
+	size_t small_segs, small_bytes; /* small-block segments mapped, and their bytes */
+	size_t large_live, large_bytes; /* large blocks in use, and their segments' bytes */
 	size_t large_free, free_bytes;	/* freed large segments the large_cache keeps */
 	size_t committed, peak;		/* stats: committed bytes now and at most */
 };
@@ -34,7 +34,8 @@ struct face_figures {
 static void count_segment(struct sync_node *n, void *arg)
 {
 	struct face_figures *f = arg;
-	struct segment *seg = (struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
+	struct segment *seg =
+		(struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
 
 	if (seg->kind != SEG_LARGE) {
 		f->small_segs++;

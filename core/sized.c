@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The sized frees' contract, checked with CONFIG_HARDENED (see sized.h). */
+#include "core/sized.h"
 #include "core/align.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/sized.h"
 
 bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 {
@@ -14,7 +14,8 @@ bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 
 	if (align && (!is_pow2(align) || (uintptr_t)p % align)) {
 		sefer_format(why, sizeof(why), "alignment %zu: %s", align,
-			     is_pow2(align) ? "the block is not aligned to it" : "not a power of two");
+			     is_pow2(align) ? "the block is not aligned to it"
+					    : "not a power of two");
 		report_error(fn, p, why);
 		return false;
 	}

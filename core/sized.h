@@ -20,7 +20,8 @@
  * sefer's size classes waste at most 25% and realloc keeps a block down to half its size).
  * align 0 means the function takes none. Pointers sefer does not know are left to free().
  */
-bool sized_free_check(const char *fn, const void *p, size_t size, size_t align) SEFER_INTERNAL __cold;
+bool sized_free_check(const char *fn, const void *p, size_t size,
+		      size_t align) SEFER_INTERNAL __cold;
 
 static inline bool sized_free_ok(const char *fn, const void *p, size_t size, size_t align)
 {

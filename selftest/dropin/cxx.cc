@@ -53,7 +53,10 @@ static void give_up_on_third_call()
 }
 
 struct out_of_reserve : std::bad_alloc {
-	const char *what() const noexcept override { return "out_of_reserve"; }
+	const char *what() const noexcept override
+	{
+		return "out_of_reserve";
+	}
 };
 
 static void throwing_handler()
@@ -104,7 +107,7 @@ static void forms()
 	void *an = ::operator new[](5000, std::align_val_t(1 << 16));
 
 	sink = i;
-	for (void *p : { (void *)i, (void *)a, (void *)l, (void *)pg, (void *)h, nt, ant, an })
+	for (void *p : {(void *)i, (void *)a, (void *)l, (void *)pg, (void *)h, nt, ant, an})
 		CHECK(owns(p), "%p from new is not sefer's", p);
 	CHECK((std::uintptr_t)l % 64 == 0 && (std::uintptr_t)pg % 4096 == 0 &&
 		      (std::uintptr_t)h % ((std::size_t)1 << 21) == 0,

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define M_PURGE (-101)
+#define M_PURGE		       (-101)
 #define SEFER_M_PURGE_DELAY_MS (-1000)
 
 static int failures, checks;
@@ -86,7 +86,7 @@ static void glibc_names(void)
 	memset(p, 7, 100);
 	p = l_realloc(p, 5000);
 	CHECK(owns(p) && p[99] == 7, "__libc_realloc");
-	free(p);	/* one family into the other */
+	free(p); /* one family into the other */
 	l_free(q);
 	p = l_memalign(4096, 10);
 	CHECK(owns(p) && (uintptr_t)p % 4096 == 0, "__libc_memalign");
@@ -218,7 +218,8 @@ static void alignments(void)
 	size_t before = rss();
 
 	/* the case: glibc, mimalloc and tcmalloc serve it */
-	CHECK(posix_memalign(&p, (size_t)1 << 30, 100) == 0 && (uintptr_t)p % ((size_t)1 << 30) == 0,
+	CHECK(posix_memalign(&p, (size_t)1 << 30, 100) == 0 &&
+		      (uintptr_t)p % ((size_t)1 << 30) == 0,
 	      "posix_memalign(1 GiB) = %p", p);
 	memset(p, 1, 100);
 	CHECK(owns(p) && malloc_usable_size(p) >= 100, "1 GiB-aligned block");
@@ -266,7 +267,8 @@ int main(int argc, char **argv)
 		f_free_aligned_sized(p, 4096 * 1024, 100); /* not aligned to it */
 		return 0;
 	} else if (!strcmp(mode, "delete-warn")) {
-		/* M_CHECK_ACTION without bit 1: the double free is reported and the program goes on */
+		/* M_CHECK_ACTION without bit 1: the double free is reported and the program goes on
+		 */
 		void (*volatile release)(void *) = free; /* twice, unseen by -Wuse-after-free */
 		void *p = malloc(100);
 

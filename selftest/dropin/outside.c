@@ -11,7 +11,7 @@
 #include <sefer.h>
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)	STR_(x)
 
 int main(void)
 {
