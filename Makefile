@@ -3,7 +3,7 @@
 # sefer top-level Makefile: a small Kbuild-style driver.
 #
 #   make [O=dir] [V=1] <name>_defconfig | defconfig | olddefconfig | savedefconfig | menuconfig
-#   make [O=dir]            build the configured libraries (configures the host default if needed)
+#   make [O=dir]            build the libraries, sefer-pstore, man pages (default config if none)
 #   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
 #   make run                build the default config, run a real program and the headline benchmark
 #   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
