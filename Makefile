@@ -105,6 +105,7 @@ ifeq ($(config-goals),)
 # ---------------------------------------------------------------- build goals
 autoconf := $(objtree)/include/generated/autoconf.h
 autoconf-mk := $(objtree)/include/config/auto.conf
+policies-conf := $(objtree)/include/config/policies.conf
 
 $(KCONFIG_CONFIG):
 	$(Q)mkdir -p $(objtree)
@@ -112,13 +113,15 @@ $(KCONFIG_CONFIG):
 	$(Q)$(KCONFIG) defconfig $(srctree)/configs/$(HOST_DEFCONFIG)
 
 # genconfig writes each output only when its contents change, so a .config edit that does
-# not change an option rebuilds nothing.
+# not change an option rebuilds nothing. policies.conf lists the policy folders whose Kconfig
+# policies/Kconfig sources (policy-dirs), in source order.
 $(autoconf-mk): $(KCONFIG_CONFIG) $(kconfig-files) $(srctree)/scripts/kconfig.py
 	$(Q)mkdir -p $(dir $@) $(dir $(autoconf))
-	$(Q)$(KCONFIG) genconfig $(autoconf) $@
+	$(Q)$(KCONFIG) genconfig $(autoconf) $@ $(policies-conf)
 	$(Q)touch $@
 
 -include $(autoconf-mk)
+-include $(policies-conf)
 endif
 endif
 
@@ -130,9 +133,13 @@ endif
 AR := $(CROSS_COMPILE)ar
 
 # ---------------------------------------------------------------- objects from Kbuild files
-# Every directory with a Kbuild file; each lists obj-$(CONFIG_...) += file.o.
+# Every directory with a Kbuild file; each lists obj-$(CONFIG_...) += file.o. The policy
+# folders come from the Kconfig tree (policy-dirs, above): adding a policy is a folder and a
+# source line in policies/Kconfig. A policy's Kbuild also names it when it is enabled
+# (policy-$(CONFIG_POLICY_X) += x, x being the folder's name) and declares <x>-state and
+# <x>-hot for include/generated/policies.h (Documentation/policies/writing-a-policy.rst).
 kbuild-dirs := core backends/posix backends/linux backends/win32 backends/darwin \
-	policies/fastbin policies/numa policies/large_cache persist
+	$(policy-dirs) persist
 
 # so-obj-y and a-obj-y list objects of libsefer.so alone and of libsefer.a alone.
 define collect-kbuild
@@ -140,17 +147,39 @@ obj-y :=
 so-obj-y :=
 a-obj-y :=
 libs-y :=
+policy-y :=
 -include $(srctree)/$(1)/Kbuild
 lib-objs += $$(addprefix $(objtree)/$(1)/,$$(obj-y))
 so-objs += $$(addprefix $(objtree)/$(1)/,$$(so-obj-y))
 a-objs += $$(addprefix $(objtree)/$(1)/,$$(a-obj-y))
 lib-libs += $$(libs-y)
+ifneq ($$(filter-out $(notdir $(1)),$$(policy-y)),)
+$$(error $(1)/Kbuild: policy-y names $$(policy-y); a policy is named after its folder)
+endif
+policies += $$(if $$(strip $$(policy-y)),$(1))
 endef
 lib-objs :=
 so-objs :=
 a-objs :=
 lib-libs :=
+policies :=
 $(foreach d,$(kbuild-dirs),$(eval $(call collect-kbuild,$(d))))
+
+# include/generated/policies.h and policies_hot.h: the enabled policies in chain order, their
+# headers and their state (scripts/genpolicies.py). Like cflags-file below, policies-spec is
+# rewritten only when the selection or a declaration changes, and the headers are remade from
+# it.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+policy-spec = $(1):$(or $(subst $(space),$(comma),$(strip $($(notdir $(1))-state))),-):$(or \
+	$(strip $($(notdir $(1))-hot)),-)
+policies-now := $(foreach p,$(policies),$(call policy-spec,$(p)))
+policies-spec := $(objtree)/include/config/policies.spec
+policies-h := $(objtree)/include/generated/policies.h
+$(policies-h): $(policies-spec) $(srctree)/scripts/genpolicies.py
+	$(Q)$(PYTHON) $(srctree)/scripts/genpolicies.py $(dir $@) $(policies-now)
+	$(Q)touch $@
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 SEFER_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -fno-plt -ftls-model=initial-exec \
@@ -174,10 +203,12 @@ cflags-now := $(CC) $(SEFER_CFLAGS) $(CFLAGS) $(foreach v,$(filter CFLAGS_%,$(.V
 ifneq ($(config-goals)$(filter $(no-config-targets),$(MAKECMDGOALS)),)
 else
 $(shell mkdir -p $(objtree)/include/config; \
-	[ "$$(cat $(cflags-file) 2>/dev/null)" = '$(cflags-now)' ] || echo '$(cflags-now)' > $(cflags-file))
+	[ "$$(cat $(cflags-file) 2>/dev/null)" = '$(cflags-now)' ] || echo '$(cflags-now)' > $(cflags-file); \
+	[ -f $(policies-spec) ] && [ "$$(cat $(policies-spec))" = '$(policies-now)' ] || \
+		echo '$(policies-now)' > $(policies-spec))
 endif
 
-$(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file)
+$(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file) $(policies-h)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
 	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $@)) -MMD -MP -c -o $@ $<

@@ -54,14 +54,14 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 		problem(c, "page descriptor inconsistent", pg);
 	size_t nfree = walk_list(c, pg, pg->free) + walk_list(c, pg, pg->local_free);
 
-	if (!IS_ENABLED(CONFIG_POLICY_FASTBIN) && nfree + pg->used != pg->reserved)
+	if (!policy_keeps_small_blocks() && nfree + pg->used != pg->reserved)
 		problem(c, "free + used blocks differ from carved blocks", pg);
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	size_t live = 0;
 
 	for (size_t i = 0; i < pg->reserved; i++)
 		live += live_test(seg, pg->start + i * pg->block_size);
-	if (!IS_ENABLED(CONFIG_POLICY_FASTBIN) && live != pg->used)
+	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "live map disagrees with the used count", pg);
 #endif
 }

@@ -1,34 +1,40 @@
 // SPDX-License-Identifier: MIT
-/* Slow-path hooks run over every built policy (core/policy.h). */
-#include "core/heap.h"
+/*
+ * Slow-path hooks run over every enabled policy, in chain order (core/policy.h): each step is
+ * a direct call to a constant instance's slot, an empty slot compiles to nothing.
+ */
 #include "core/policy.h"
+#include "core/heap.h"
 
-static const struct sefer_policy_ops *const policies[] = { POLICY_LIST };
+#define INIT_STEP(n)                                                                               \
+	if (policy_##n.init)                                                                       \
+		policy_##n.init();
+#define HEAP_EXIT_STEP(n)                                                                          \
+	if (policy_##n.heap_exit)                                                                  \
+		policy_##n.heap_exit(h);
+#define COLLECT_STEP(n)                                                                            \
+	if (policy_##n.collect)                                                                    \
+		policy_##n.collect(h, force);
+#define PRINT_STATS_STEP(n)                                                                        \
+	if (policy_##n.print_stats)                                                                \
+		policy_##n.print_stats();
 
 void policy_init_all(void)
 {
-	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
-		if (policies[i]->init)
-			policies[i]->init();
+	SEFER_POLICIES(INIT_STEP)
 }
 
 void policy_heap_exit_all(struct heap *h)
 {
-	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
-		if (policies[i]->heap_exit)
-			policies[i]->heap_exit(h);
+	SEFER_POLICIES(HEAP_EXIT_STEP)
 }
 
 void policy_collect_all(struct heap *h, bool force)
 {
-	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
-		if (policies[i]->collect)
-			policies[i]->collect(h, force);
+	SEFER_POLICIES(COLLECT_STEP)
 }
 
 void policy_print_stats_all(void)
 {
-	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
-		if (policies[i]->print_stats)
-			policies[i]->print_stats();
+	SEFER_POLICIES(PRINT_STATS_STEP)
 }

@@ -2,13 +2,24 @@
 /*
  * struct sefer_policy_ops: hooks where the core would otherwise decide alone.
  *
- * Each policy (policies/<name>/) defines one `static const struct sefer_policy_ops` instance
- * in its header, visible to the core at compile time, plus the per-heap state it needs. The
- * core reaches a policy only through the static inline wrappers below: each tests a
- * build-time constant (IS_ENABLED) and calls the constant instance's slot, which the compiler
- * turns into a direct (usually inlined) call. A disabled policy's header provides an empty
- * instance and an empty state struct, so the wrapper compiles to nothing: no indirect call and
- * no #ifdef in the core's callers.
+ * The core names no policy. A policy is a folder <name> in the policy tree with a Kconfig
+ * (sourced by the policy menu's Kconfig), a Kbuild that names it when enabled
+ * (policy-$(CONFIG_POLICY_X) += <name>) and a header <name>.h defining
+ * `static const struct sefer_policy_ops policy_<name>` plus its state. At configure time the
+ * Makefile writes include/generated/policies.h: the enabled policies in chain order (the order
+ * of their source lines in the policy menu), their headers and which of them keep per-heap
+ * state. The wrappers below expand that list for each slot, and each expansion reads a slot of
+ * a constant instance the compiler can see, so a filled slot is a direct (usually inlined) call
+ * and an empty one compiles to nothing: no indirect call, no #ifdef in the core's callers.
+ * writing-a-policy.rst (the policy documentation) walks through adding one.
+ *
+ * Two policies filling the same slot form a chain in policy order; for each slot:
+ *   init, heap_exit, collect, print_stats, segment_placed: every policy's hook runs, in order.
+ *   small_alloc, large_alloc, segment_node: the first answer wins (non-NULL, a node other than
+ *                       SEFER_NO_NODE); the later policies are not asked.
+ *   small_free, large_free: the first policy that keeps the block or segment wins; the later
+ *                       ones are not offered it.
+ * A hot slot filled by two policies puts both bodies inline on the fast path.
  *
  * Slot contract (NULL = no opinion, the core does its default):
  *   init()              process init, after options are read; no lock held; may not allocate
@@ -18,9 +29,9 @@
  *   collect(h, force)   sefer_collect() / malloc_trim(): give cached memory back to the OS,
  *                       all of it with force, else what has aged out. Owner thread, no lock
  *                       held; the heap stays in use.
- *   small_alloc(h, sz)  hot path, owner thread, no lock: a block of bin_block_size(bin(sz))
+ *   small_alloc(h, sz)  HOT, owner thread, no lock: a block of bin_block_size(bin(sz))
  *                       bytes or NULL to fall through to the bins. Must not fail otherwise.
- *   small_free(h, pg, p) hot path, owner thread, p is a block of pg owned by h whose live bit
+ *   small_free(h, pg, p) HOT, owner thread, p is a block of pg owned by h whose live bit
  *                       was just cleared: true if the policy kept it (it stays counted in
  *                       pg->used; small_alloc must live_set() a block it hands out again).
  *   segment_node(h)     slow path: NUMA node for a new segment or SEFER_NO_NODE; also the node
@@ -30,12 +41,17 @@
  *   large_alloc(h, size, align, &zero) slow path: a cached large segment fitting the request or
  *                       NULL. *zero tells whether its block reads as zero.
  *   large_free(h, s)    slow path, any thread: true if the policy kept the segment.
- *   print_stats(out)    at exit with SEFER_SHOW_STATS; writes through the error stream.
+ *   print_stats()       at exit with SEFER_SHOW_STATS; writes through the error stream.
+ * HOT slots are inlined into malloc and free: no lock, no atomic read-modify-write, no call
+ * that is not itself inlined (selftest/fastpath checks the disassembly). Their bodies need
+ * struct heap, so they live in a separate header (Kbuild's <name>-hot) that core/heap.h
+ * includes through core/policy_hot.h.
  */
 #ifndef SEFER_CORE_POLICY_H
 #define SEFER_CORE_POLICY_H
 
 #include "core/config.h"
+#include "sefer/os.h" /* SEFER_NO_NODE */
 
 struct heap;
 struct page;
@@ -55,68 +71,101 @@ struct sefer_policy_ops {
 	void (*print_stats)(void);
 };
 
-#include "policies/fastbin/fastbin.h"
-#include "policies/large_cache/large_cache.h"
-#include "policies/numa/numa.h"
+#include "generated/policies.h"
 
-/* Per-heap state of every policy (empty structs for disabled ones). */
+/* Per-heap state of the enabled policies that keep some (Kbuild: <name>-state := heap). */
+#define POLICY_HEAP_MEMBER(n) struct n##_heap n;
 struct policy_heap {
-	struct fastbin_heap fastbin;
-	struct large_cache_heap large_cache;
+	SEFER_POLICY_HEAP_STATE(POLICY_HEAP_MEMBER)
 };
 
 /*
  * Per-heap policy state that other threads reach (atomics only), possibly through a stale
  * pointer to a heap that has since exited and been reused: it is never reset with the heap;
- * each policy keeps it valid across reuse.
+ * each policy keeps it valid across reuse (Kbuild: <name>-state := remote).
  */
+#define POLICY_REMOTE_MEMBER(n) struct n##_remote n;
 struct policy_heap_remote {
-	struct large_cache_remote large_cache;
+	SEFER_POLICY_REMOTE_STATE(POLICY_REMOTE_MEMBER)
 };
 
-/* Every built policy, for the slow-path hooks (init, exit, stats). */
-#define POLICY_LIST (&policy_fastbin), (&policy_large_cache), (&policy_numa)
+/*
+ * The chains. Each step tests a slot of a constant instance (folded at compile time) and
+ * calls it directly; the step variables live in their own block, so a list of any length,
+ * none included, expands cleanly.
+ */
+#define POLICY_SMALL_ALLOC_STEP(n)                                                                 \
+	if (policy_##n.small_alloc) {                                                              \
+		void *p_##n = policy_##n.small_alloc(h, size);                                     \
+		if (p_##n)                                                                         \
+			return p_##n;                                                              \
+	}
+#define POLICY_SMALL_FREE_STEP(n)                                                                  \
+	if (policy_##n.small_free && policy_##n.small_free(h, pg, p))                              \
+		return true;
+#define POLICY_SEGMENT_NODE_STEP(n)                                                                \
+	if (policy_##n.segment_node) {                                                             \
+		int node_##n = policy_##n.segment_node(h);                                         \
+		if (node_##n != SEFER_NO_NODE)                                                     \
+			return node_##n;                                                           \
+	}
+#define POLICY_SEGMENT_PLACED_STEP(n)                                                              \
+	if (policy_##n.segment_placed)                                                             \
+		policy_##n.segment_placed(addr, size, node);
+#define POLICY_LARGE_ALLOC_STEP(n)                                                                 \
+	if (policy_##n.large_alloc) {                                                              \
+		struct segment *s_##n = policy_##n.large_alloc(h, size, align, zero);              \
+		if (s_##n)                                                                         \
+			return s_##n;                                                              \
+	}
+#define POLICY_LARGE_FREE_STEP(n)                                                                  \
+	if (policy_##n.large_free && policy_##n.large_free(h, s))                                  \
+		return true;
+#define POLICY_KEEPS_SMALL(n) || policy_##n.small_free
 
 static always_inline void *policy_small_alloc(struct heap *h, size_t size)
 {
-	if (IS_ENABLED(CONFIG_POLICY_FASTBIN) && policy_fastbin.small_alloc)
-		return policy_fastbin.small_alloc(h, size);
+	SEFER_POLICIES(POLICY_SMALL_ALLOC_STEP)
 	return NULL;
 }
 
 static always_inline bool policy_small_free(struct heap *h, struct page *pg, void *p)
 {
-	if (IS_ENABLED(CONFIG_POLICY_FASTBIN) && policy_fastbin.small_free)
-		return policy_fastbin.small_free(h, pg, p);
+	SEFER_POLICIES(POLICY_SMALL_FREE_STEP)
 	return false;
 }
 
 static inline int policy_segment_node(struct heap *h)
 {
-	if (IS_ENABLED(CONFIG_POLICY_NUMA) && policy_numa.segment_node)
-		return policy_numa.segment_node(h);
-	return -1;
+	SEFER_POLICIES(POLICY_SEGMENT_NODE_STEP)
+	return SEFER_NO_NODE;
 }
 
 static inline void policy_segment_placed(void *addr, size_t size, int node)
 {
-	if (IS_ENABLED(CONFIG_POLICY_NUMA) && policy_numa.segment_placed)
-		policy_numa.segment_placed(addr, size, node);
+	SEFER_POLICIES(POLICY_SEGMENT_PLACED_STEP)
 }
 
 static inline struct segment *policy_large_alloc(struct heap *h, size_t size, size_t align,
 						 bool *zero)
 {
-	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) && policy_large_cache.large_alloc)
-		return policy_large_cache.large_alloc(h, size, align, zero);
+	SEFER_POLICIES(POLICY_LARGE_ALLOC_STEP)
 	return NULL;
 }
 
 static inline bool policy_large_free(struct heap *h, struct segment *s)
 {
-	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) && policy_large_cache.large_free)
-		return policy_large_cache.large_free(h, s);
+	SEFER_POLICIES(POLICY_LARGE_FREE_STEP)
 	return false;
+}
+
+/*
+ * Whether an enabled policy may keep freed small blocks (small_free): such blocks stay
+ * counted in their page's used count but are on no free list and not live (core/check.c).
+ */
+static inline bool policy_keeps_small_blocks(void)
+{
+	return false SEFER_POLICIES(POLICY_KEEPS_SMALL);
 }
 
 /* core/policy.c: run a slow-path hook of every policy. */

@@ -398,7 +398,7 @@ bool heap_has_span_space(struct heap *heap, unsigned n)
 
 struct page *span_alloc(struct heap *heap, unsigned n)
 {
-	int node = policy_segment_node(heap); /* the numa policy: same-node segments first */
+	int node = policy_segment_node(heap); /* a policy's node: its segments first */
 	int idx = -1;
 	struct segment *seg = node >= 0 ? find_space(heap, n, node, &idx) : NULL;
 

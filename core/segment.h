@@ -280,8 +280,8 @@ static inline bool live_test(struct segment *seg, const void *p)
 
 /*
  * Offset of a large segment's block from the segment start for an alignment: past the header
- * up to (not including) the page descriptors, aligned to max(align, CACHELINE). Shared with the
- * large_cache policy, which re-places the block of a reused segment.
+ * up to (not including) the page descriptors, aligned to max(align, CACHELINE). Shared with
+ * policies that fill large_alloc, which re-place the block of a reused segment.
  */
 static inline size_t large_block_offset(size_t align)
 {

@@ -2,7 +2,7 @@
 /*
  * The fastbin policy: a per-thread magazine of recently freed blocks per small size class,
  * popped before the bins (policies/fastbin/fastbin_hot.h has the hot-path bodies, which need
- * struct heap; core/policy_hot.h includes them after it).
+ * struct heap; include/generated/policies_hot.h includes them after it).
  *
  * Invariants: slot[bin][0 .. count[bin]) hold blocks of bin `bin` from pages of this heap's
  * segments, freed by the owner (live bit clear) and still counted in their page's used count;
@@ -10,8 +10,6 @@
  */
 #ifndef SEFER_POLICY_FASTBIN_H
 #define SEFER_POLICY_FASTBIN_H
-
-#if IS_ENABLED(CONFIG_POLICY_FASTBIN)
 
 #define FASTBIN_MAX 1024 /* largest block size kept: the direct-table sizes */
 #define FASTBIN_BINS 21	 /* bins 1 .. bin_index(FASTBIN_MAX) */
@@ -25,22 +23,16 @@ static inline void *fastbin_small_alloc(struct heap *h, size_t size);
 static inline bool fastbin_small_free(struct heap *h, struct page *pg, void *p);
 void fastbin_heap_exit(struct heap *h) SEFER_INTERNAL;
 
+/*
+ * Included (through include/generated/policies.h) only when CONFIG_POLICY_FASTBIN=y. Fills the
+ * two hot slots, small_alloc and small_free (bodies in fastbin_hot.h, Kbuild's fastbin-hot),
+ * and heap_exit; the contract of each is at struct sefer_policy_ops (core/policy.h).
+ */
 static const struct sefer_policy_ops policy_fastbin = {
 	.name = "fastbin",
 	.heap_exit = fastbin_heap_exit,
 	.small_alloc = fastbin_small_alloc,
 	.small_free = fastbin_small_free,
 };
-
-#else
-
-struct fastbin_heap {
-};
-
-static const struct sefer_policy_ops policy_fastbin = {
-	.name = "fastbin",
-};
-
-#endif
 
 #endif

@@ -11,8 +11,6 @@
 #ifndef SEFER_POLICY_LARGE_CACHE_H
 #define SEFER_POLICY_LARGE_CACHE_H
 
-#if IS_ENABLED(CONFIG_POLICY_LARGE_CACHE)
-
 #include <stdatomic.h>
 
 struct large_cache_heap {
@@ -51,6 +49,10 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
 void large_cache_print_stats(void) SEFER_INTERNAL;
 
+/*
+ * Included (through include/generated/policies.h) only when CONFIG_POLICY_LARGE_CACHE=y.
+ * Slow-path slots only; the contract of each is at struct sefer_policy_ops (core/policy.h).
+ */
 static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
 	.init = large_cache_init,
@@ -60,19 +62,5 @@ static const struct sefer_policy_ops policy_large_cache = {
 	.large_free = large_cache_free,
 	.print_stats = large_cache_print_stats,
 };
-
-#else
-
-struct large_cache_heap {
-};
-
-struct large_cache_remote {
-};
-
-static const struct sefer_policy_ops policy_large_cache = {
-	.name = "large_cache",
-};
-
-#endif
 
 #endif

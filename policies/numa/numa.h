@@ -6,13 +6,15 @@
 #ifndef SEFER_POLICY_NUMA_H
 #define SEFER_POLICY_NUMA_H
 
-#if IS_ENABLED(CONFIG_POLICY_NUMA)
-
 bool numa_policy_init(void) SEFER_INTERNAL;
 int numa_segment_node(struct heap *h) SEFER_INTERNAL;
 void numa_segment_placed(void *addr, size_t size, int node) SEFER_INTERNAL;
 void numa_print_stats(void) SEFER_INTERNAL;
 
+/*
+ * Included (through include/generated/policies.h) only when CONFIG_POLICY_NUMA=y. Slow-path
+ * slots only; the contract of each is at struct sefer_policy_ops (core/policy.h).
+ */
 static const struct sefer_policy_ops policy_numa = {
 	.name = "numa",
 	.init = numa_policy_init,
@@ -20,13 +22,5 @@ static const struct sefer_policy_ops policy_numa = {
 	.segment_placed = numa_segment_placed,
 	.print_stats = numa_print_stats,
 };
-
-#else
-
-static const struct sefer_policy_ops policy_numa = {
-	.name = "numa",
-};
-
-#endif
 
 #endif
