@@ -249,6 +249,11 @@ $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
 all: $(static-lib) $(shared-lib) $(extra-all)
 .PHONY: all
 
+# What a program linking libsefer.a statically needs after it, for this configuration.
+ldlibs:
+	@echo $(LDLIBS)
+.PHONY: ldlibs
+
 # ---------------------------------------------------------------- tests, run, bench
 include $(srctree)/selftest/selftest.mk
 -include $(srctree)/bench/bench.mk

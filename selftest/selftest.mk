@@ -100,6 +100,13 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
 	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
 
+# ---- a policy plugs in without an edit under core/: a throwaway one, in a copy of the tree
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+check-targets += check-newpolicy
+endif
+check-newpolicy:
+	$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
+
 # ---- real programs under LD_PRELOAD
 ifeq ($(CONFIG_SELFTEST_REAL_PROGRAMS),y)
 check-targets += check-real
