@@ -4,8 +4,9 @@
 #   make check-policies       unit suites of every policy built three ways: all policies on
 #                             (fastbin, numa, large_cache), numa with MPOL_BIND, all off
 #   make policies-measure     the numbers in Documentation/policies/: fastbin bulk/steady churn
-#                             with and without the magazine, large_cache 4/16/64 MiB, decommit
-#                             RSS curves, each under glibc, mimalloc and sefer in one run
+#                             with and without the magazine and large_cache 4/16/64 MiB, each
+#                             under glibc, mimalloc and sefer in one run (decommit, a core
+#                             mechanism, has its own: make decommit-measure, selftest/selftest.mk)
 
 pol-configs := all-on numa-bind
 pol-set-all-on := DECOMMIT=y POLICY_FASTBIN=y POLICY_NUMA=y POLICY_LARGE_CACHE=y
@@ -25,12 +26,7 @@ check-policies:
 	done
 
 pol-mi := /usr/lib/x86_64-linux-gnu/libmimalloc.so.2
-$(objtree)/policies/rss_curve: $(srctree)/policies/decommit/rss_curve.c \
-		$(srctree)/policies/decommit/workload.h $(srctree)/selftest/proc_rss.h
-	$(Q)mkdir -p $(dir $@)
-	$(Q)gcc -std=gnu11 -O2 -pthread -Wall -Wextra -I$(srctree) -o $@ $<
-
-policies-measure: all $(objtree)/policies/rss_curve $(addprefix $(objtree)/bench/,bulk steady large)
+policies-measure: all $(addprefix $(objtree)/bench/,bulk steady large)
 	$(Q)mkdir -p $(objtree)/pol-fastbin
 	$(Q)KCONFIG_CONFIG=$(objtree)/pol-fastbin/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
 		POLICY_FASTBIN=y >/dev/null
@@ -43,9 +39,5 @@ policies-measure: all $(objtree)/policies/rss_curve $(addprefix $(objtree)/bench
 		case $$a in glibc) p=;; mimalloc) p=$(pol-mi);; sefer) p=$(shared-lib);; esac; \
 		LD_PRELOAD=$$p $(objtree)/bench/large --size $$s --ops 200000 --max-secs 2 | \
 		sed "s/^/$$a /"; done; done
-	@echo "== decommit (RSS in MiB)"
-	$(Q)for a in glibc mimalloc sefer; do \
-		case $$a in glibc) p=;; mimalloc) p=$(pol-mi);; sefer) p=$(shared-lib);; esac; \
-		echo "-- $$a"; LD_PRELOAD=$$p $(objtree)/policies/rss_curve; done
 
 .PHONY: check-policies policies-measure

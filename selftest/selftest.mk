@@ -88,7 +88,7 @@ check-warnings:
 	$(Q)for cc in gcc clang; do \
 		mkdir -p $(objtree)/warn-$$cc && cp $(KCONFIG_CONFIG) $(objtree)/warn-$$cc/.config && \
 		$(MAKE) -f $(srctree)/Makefile O=$(objtree)/warn-$$cc CC=$$cc EXTRA_CFLAGS=-Werror \
-			all test-bins >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
+			all test-bins decommit-tools >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
 
 # ---- alternate configurations run the whole unit suite and the stress test
 alt-configs := linux_min hardened small_segments
@@ -106,6 +106,26 @@ check-targets += check-newpolicy
 endif
 check-newpolicy:
 	$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
+
+# ---- decommit, a core mechanism (core/segment.c, core/page.c, core/heap.c): its workload and
+# its measuring program live here, next to its unit test (Documentation/decommit.rst).
+#   make decommit-measure     RSS curves of selftest/decommit/rss_curve.c under glibc,
+#                             mimalloc and sefer (LD_PRELOAD), one run each
+rss-curve-bin := $(objtree)/selftest/decommit/rss_curve
+$(rss-curve-bin): $(srctree)/selftest/decommit/rss_curve.c $(srctree)/selftest/decommit/workload.h \
+		$(srctree)/selftest/proc_rss.h
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/decommit/rss_curve
+	$(Q)$(CC) -std=gnu11 -O2 -pthread $(WARN) -Wno-missing-prototypes -I$(srctree) \
+		$(EXTRA_CFLAGS) -o $@ $<
+decommit-tools: $(rss-curve-bin)
+decommit-measure: all $(rss-curve-bin)
+	@echo "== decommit (RSS in MiB)"
+	$(Q)for a in glibc mimalloc sefer; do \
+		case $$a in glibc) p=;; mimalloc) p=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2;; \
+		sefer) p=$(shared-lib);; esac; \
+		echo "-- $$a"; LD_PRELOAD=$$p $(rss-curve-bin); done
+.PHONY: decommit-tools decommit-measure
 
 # ---- real programs under LD_PRELOAD
 ifeq ($(CONFIG_SELFTEST_REAL_PROGRAMS),y)

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/options.h"
-#include "policies/decommit/workload.h"
+#include "selftest/decommit/workload.h"
 #include "unit.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

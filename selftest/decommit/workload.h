@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The decommit scenario's workload, shared by the unit test (selftest/unit/test_decommit.c,
- * through sefer_malloc) and the measurement program (policies/decommit/rss_curve.c, through
+ * through sefer_malloc) and the measurement program (selftest/decommit/rss_curve.c, through
  * whatever malloc is preloaded): block sizes, a sleep, and the producer/consumer pipe.
  */
 #ifndef SEFER_DECOMMIT_WORKLOAD_H

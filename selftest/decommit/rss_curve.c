@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * rss_curve: the decommit scenario as an ordinary malloc program, to run under any allocator
- * with LD_PRELOAD (Documentation/policies/decommit.rst has the numbers).
+ * with LD_PRELOAD (Documentation/decommit.rst has the numbers).
  *
  *   phase 1: two threads allocate TOTAL MiB (default 1024) of small blocks (32..992 B),
  *            then free them all, half of each thread's blocks freed by the other thread;
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policies/decommit/workload.h"
+#include "selftest/decommit/workload.h"
 
 #define MiB ((size_t)1 << 20)
 
