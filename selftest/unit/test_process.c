@@ -139,10 +139,20 @@ int child_main(const char *mode)
 		return 0;
 	}
 	if (!strcmp(mode, "corrupt-link")) {
-		/* a use-after-free write over a free block's link, then allocate until it is used */
-		p = sefer_malloc(64);
+		/*
+		 * A use-after-free write over a free block's link, then allocate until it is used.
+		 * The first frees may stay with a policy that keeps blocks in an array of its own
+		 * (fastbin: at most 256 per class, no link to corrupt), so the block overwritten
+		 * is freed after 300 others and goes back to its page's list.
+		 */
+		void *blk[301];
+
+		for (int i = 0; i < 301; i++)
+			blk[i] = sefer_malloc(64);
+		for (int i = 0; i < 301; i++)
+			sefer_free(blk[i]);
+		p = blk[300];
 		fprintf(stderr, "addr=%p\n", (void *)p);
-		sefer_free(p);
 		memset(p, 0x41, 8);
 		for (int i = 0; i < 100000; i++)
 			sefer_malloc(64);
