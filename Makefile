@@ -50,7 +50,8 @@ ifeq ($(wildcard $(PYTHON)),)
 $(error $(PYTHON) not found: run scripts/install-deps (as root) first)
 endif
 
-config-targets := menuconfig defconfig olddefconfig savedefconfig %_defconfig
+config-targets := menuconfig defconfig olddefconfig savedefconfig %_defconfig allnoconfig \
+	allyesconfig alldefconfig randconfig listnewconfig
 no-config-targets := clean distclean help
 config-goals := $(filter $(config-targets),$(MAKECMDGOALS))
 other-goals := $(filter-out $(config-targets),$(MAKECMDGOALS))
@@ -98,7 +99,18 @@ menuconfig:
 	$(Q)cd $(srctree) && $(PYTHON) -m menuconfig Kconfig
 	$(Q)$(KCONFIG) olddefconfig
 
-.PHONY: defconfig olddefconfig savedefconfig menuconfig
+# allnoconfig, allyesconfig, alldefconfig, randconfig (KCONFIG_SEED=N reproduces one; the seed
+# used is printed) and KCONFIG_ALLCONFIG=file (settings they keep) as in the kernel:
+# scripts/kconfig.py has the details.
+allnoconfig allyesconfig alldefconfig randconfig:
+	$(Q)mkdir -p $(objtree)
+	$(Q)$(KCONFIG) $@
+
+listnewconfig:
+	$(Q)$(KCONFIG) listnewconfig
+
+.PHONY: defconfig olddefconfig savedefconfig menuconfig allnoconfig allyesconfig alldefconfig \
+	randconfig listnewconfig
 
 ifeq ($(filter $(no-config-targets),$(MAKECMDGOALS)),)
 ifeq ($(config-goals),)

@@ -11,11 +11,26 @@
                                        Kconfig is sourced, in source order (the Makefile reads
                                        each one's Kbuild)
     kconfig.py set FILE SYM=VAL...     copy config FILE to $KCONFIG_CONFIG with SYM set (tests)
+    kconfig.py allnoconfig             every bool option n, where its dependencies allow
+    kconfig.py allyesconfig            every bool option y, where its dependencies allow
+    kconfig.py alldefconfig            every option at its default
+    kconfig.py randconfig              every bool option and choice at random; the seed is
+                                       $KCONFIG_SEED (decimal or 0x hex) or a fresh one, and
+                                       is printed as KCONFIG_SEED=0x...
+    kconfig.py listnewconfig           print the visible options $KCONFIG_CONFIG does not set,
+                                       with the value they would get
+
+The all*config and randconfig commands write $KCONFIG_CONFIG. If $KCONFIG_ALLCONFIG names a
+config file, its settings are applied first and kept: only the other options are set to
+n, y, their default or a random value (as in the kernel). In all of them, a choice
+(backend, sync layer, purge mode...) keeps its default except in randconfig, which picks a
+random visible entry; int, hex and string options keep their defaults.
 
 Unlike the stock tools, an unknown symbol or an invalid value in a config file is an error
 that names the symbol and the file, not a warning that is easy to miss.
 """
 import os
+import random
 import sys
 
 try:
@@ -28,23 +43,102 @@ SRCTREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FATAL = ("undefined symbol", "is not a valid value", "malformed", "unknown", "invalid")
 
 
-def load(path):
-    os.environ.setdefault("srctree", SRCTREE)
-    kconf = kconfiglib.Kconfig(os.path.join(SRCTREE, "Kconfig"), warn_to_stderr=False)
-    kconf.warn_assign_undef = True
-    if path is not None:
-        if not os.path.exists(path):
-            sys.exit("sefer: config file %s does not exist" % path)
-        kconf.load_config(path)
-    bad = [w for w in kconf.warnings if any(f in w for f in FATAL)]
-    for w in kconf.warnings:
+def load_strict(kconf, path, replace=True):
+    """Load config file path into kconf; an unknown symbol or a bad value exits."""
+    if not os.path.exists(path):
+        sys.exit("sefer: config file %s does not exist" % path)
+    seen = len(kconf.warnings)
+    kconf.load_config(path, replace=replace)
+    new = kconf.warnings[seen:]
+    bad = [w for w in new if any(f in w for f in FATAL)]
+    for w in new:
         if w not in bad:
             print("sefer: kconfig warning: " + w.strip(), file=sys.stderr)
     if bad:
         for w in bad:
             print("sefer: kconfig error: " + w.strip(), file=sys.stderr)
         sys.exit("sefer: %s has %d invalid setting(s); nothing was written" % (path, len(bad)))
+
+
+def load(path):
+    os.environ.setdefault("srctree", SRCTREE)
+    kconf = kconfiglib.Kconfig(os.path.join(SRCTREE, "Kconfig"), warn_to_stderr=False)
+    kconf.warn_assign_undef = True
+    for w in kconf.warnings:
+        print("sefer: kconfig warning: " + w.strip(), file=sys.stderr)
+    if path is not None:
+        load_strict(kconf, path)
     return kconf
+
+
+def load_fixed():
+    """A tree at its defaults with $KCONFIG_ALLCONFIG applied; returns it and what that fixed."""
+    kconf = load(None)
+    fixed = set()
+    allconfig = os.environ.get("KCONFIG_ALLCONFIG")
+    if allconfig:
+        load_strict(kconf, allconfig, replace=False)
+        fixed = {s for s in kconf.unique_defined_syms if s.user_value is not None}
+        fixed |= {c for c in kconf.unique_choices if c.user_selection is not None}
+    return kconf, fixed
+
+
+def is_bool(sym):
+    return sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE)
+
+
+def set_all(kconf, fixed, high):
+    """Every free bool option at its highest (high) or lowest assignable value."""
+    for _ in range(100):  # until nothing changes: a value can make other options visible
+        changed = False
+        for sym in kconf.unique_defined_syms:
+            if sym in fixed or sym.choice or not is_bool(sym) or not sym.assignable:
+                continue
+            want = sym.assignable[-1] if high else sym.assignable[0]
+            if sym.user_value != want:
+                sym.set_value(want)
+                changed = True
+        if not changed:
+            return
+    sys.exit("sefer: kconfig.py: the all*config assignment does not settle")
+
+
+def randomize(kconf, fixed, rng):
+    """Walk the menu tree once, in order; each free bool option gets n or y (or m where
+    assignable) and each free choice one of its visible entries, both drawn from rng. A
+    given seed always draws the same values in the same order, hence the same .config."""
+    done = set()
+    for node in kconf.node_iter():
+        item = node.item
+        if item in done or item in fixed:
+            continue
+        done.add(item)
+        if isinstance(item, kconfiglib.Symbol):
+            if item.choice or not is_bool(item):
+                continue
+            draw = rng.randrange(2)
+            if item.assignable:
+                item.set_value(item.assignable[-1] if draw else item.assignable[0])
+        elif isinstance(item, kconfiglib.Choice):
+            entries = [s for s in item.syms if s.visibility]
+            pick = rng.randrange(max(len(entries), 1))
+            if entries:
+                entries[pick].set_value(2)
+
+
+def new_options(kconf):
+    """Visible options with a prompt that the loaded .config does not set."""
+    out = []
+    for sym in kconf.unique_defined_syms:
+        if not sym.visibility or not any(n.prompt for n in sym.nodes):
+            continue
+        if sym.choice:
+            if sym.choice.user_selection is not None or sym.user_value is not None:
+                continue
+        elif sym.user_value is not None:
+            continue
+        out.append(sym)
+    return out
 
 
 def policy_dirs(kconf):
@@ -99,6 +193,29 @@ def main(argv):
         if len(args) > 2:
             write_if_changed(args[2], "# Generated by scripts/kconfig.py from the Kconfig tree\n"
                              "policy-dirs := %s\n" % " ".join(policy_dirs(kconf)))
+    elif cmd in ("allnoconfig", "allyesconfig", "alldefconfig", "randconfig"):
+        kconf, fixed = load_fixed()
+        how = ""
+        if cmd == "randconfig":
+            seed = os.environ.get("KCONFIG_SEED")
+            try:
+                seed = int(seed, 0) if seed else int.from_bytes(os.urandom(4), "little")
+            except ValueError:
+                sys.exit("sefer: KCONFIG_SEED=%s is not a number" % seed)
+            print("KCONFIG_SEED=0x%x" % seed)
+            randomize(kconf, fixed, random.Random(seed))
+            how = ", seed 0x%x" % seed
+        elif cmd != "alldefconfig":
+            set_all(kconf, fixed, cmd == "allyesconfig")
+        kconf.write_config(out_config())
+        if fixed:
+            how += ", %d option(s) kept from %s" % (len(fixed), os.environ["KCONFIG_ALLCONFIG"])
+        print("  CONFIG   %s (%s%s)" % (out_config(), cmd, how))
+    elif cmd == "listnewconfig":
+        cfg = out_config()
+        kconf = load(cfg if os.path.exists(cfg) else None)
+        for sym in new_options(kconf):
+            print(sym.config_string.strip() or "CONFIG_%s=n" % sym.name)
     elif cmd == "set":
         kconf = load(args[0])
         for assign in args[1:]:
