@@ -100,6 +100,18 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
 	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
 
+# ---- options compose: N random configurations (default 4; N=k on the command line), host
+# backend, gcc and clang alternating, -Werror, unit suite and a short stress test on each;
+# KCONFIG_SEED=s starts the seeds at s (selftest/randconfig/check-randconfig.sh)
+rc-n := $(if $(filter command line environment,$(origin N)),$(N),4)
+rc-backend := $(firstword $(foreach b,LINUX DARWIN WIN32,$(if $(CONFIG_BACKEND_$(b)),BACKEND_$(b))))
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+check-targets += check-randconfig
+endif
+check-randconfig:
+	$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
+		$(objtree)/randconfig $(rc-n) $(rc-backend)
+
 # ---- a policy plugs in without an edit under core/: a throwaway one, in a copy of the tree
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-newpolicy
