@@ -215,7 +215,10 @@ def main(argv):
         cfg = out_config()
         kconf = load(cfg if os.path.exists(cfg) else None)
         for sym in new_options(kconf):
-            print(sym.config_string.strip() or "CONFIG_%s=n" % sym.name)
+            if is_bool(sym):
+                print("CONFIG_%s=%s" % (sym.name, sym.str_value))
+            else:
+                print(sym.config_string.strip())
     elif cmd == "set":
         kconf = load(args[0])
         for assign in args[1:]:
