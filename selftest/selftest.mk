@@ -100,17 +100,21 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
 	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
 
-# ---- options compose: N random configurations (default 4; N=k on the command line), host
-# backend, gcc and clang alternating, -Werror, unit suite and a short stress test on each;
-# KCONFIG_SEED=s starts the seeds at s (selftest/randconfig/check-randconfig.sh)
+# ---- options compose (selftest/randconfig/check-randconfig.sh): configurations of the host's
+# backend, -Werror, the unit suite and a short stress test on each. check-randconfig: N random
+# ones (default 4; N=k on the command line), gcc and clang alternating, KCONFIG_SEED=s starts
+# the seeds at s. check-allconfig: allnoconfig (gcc) and allyesconfig (clang).
 rc-n := $(if $(filter command line environment,$(origin N)),$(N),4)
 rc-backend := $(firstword $(foreach b,LINUX DARWIN WIN32,$(if $(CONFIG_BACKEND_$(b)),BACKEND_$(b))))
 ifeq ($(CONFIG_BACKEND_LINUX),y)
-check-targets += check-randconfig
+check-targets += check-allconfig check-randconfig
 endif
 check-randconfig:
 	$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
-		$(objtree)/randconfig $(rc-n) $(rc-backend)
+		$(objtree)/randconfig $(rc-backend) rand $(rc-n)
+check-allconfig:
+	$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
+		$(objtree)/allconfig $(rc-backend) all
 
 # ---- a policy plugs in without an edit under core/: a throwaway one, in a copy of the tree
 ifeq ($(CONFIG_BACKEND_LINUX),y)
