@@ -3,12 +3,14 @@
 # sefer top-level Makefile: a small Kbuild-style driver.
 #
 #   make [O=dir] [V=1] <name>_defconfig | defconfig | olddefconfig | savedefconfig | menuconfig
+#   make allnoconfig | allyesconfig | alldefconfig | randconfig | listnewconfig
 #   make [O=dir]            build the libraries, sefer-pstore, man pages (default config if none)
 #   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
 #   make run                build the default config, run a real program and the headline benchmark
 #   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
 #   make install | uninstall [PREFIX=/usr/local] [DESTDIR=] [LIBDIR= INCLUDEDIR= BINDIR= MANDIR=]
 #   make clean | distclean
+#   make help               every target and variable
 #
 # Build output goes to $(O) (default build/), never into the source tree. The configuration
 # lives in $(O)/.config; include/generated/autoconf.h and include/config/auto.conf are generated
@@ -283,8 +285,87 @@ clean:
 		$(objtree)/check-install $(objtree)/dropin-hardened
 distclean:
 	$(Q)rm -rf $(objtree)
+
+# Every target, the way the kernel's 'make help' lists them. check-config fails when a .PHONY
+# target is missing here.
+define SEFER_HELP
+Cleaning targets:
+  clean             - Remove the build output but keep the configuration ($(O)/.config)
+  distclean         - Remove $(O) entirely
+
+Configuration targets (write $(O)/.config; scripts/kconfig.py, Documentation/kconfig.rst):
+  menuconfig        - Change the configuration in a terminal menu
+  defconfig         - The host default, configs/$(HOST_DEFCONFIG)
+  <name>_defconfig  - A configuration from configs/ (listed below)
+  olddefconfig      - Refresh .config against the Kconfig tree, new options at their default
+  savedefconfig     - Write the minimal config for .config to $(O)/defconfig
+  allnoconfig       - Every bool option n, where its dependencies allow
+  allyesconfig      - Every bool option y, where its dependencies allow
+  alldefconfig      - Every option at its default
+  randconfig        - Every bool option and choice at random; prints KCONFIG_SEED=0x...
+  listnewconfig     - List the options .config does not set, with their would-be values
+
+Build targets:
+  all               - libsefer.a and libsefer.so (sefer.dll on win32) [default]
+  test-bins         - The unit suite and stress test (and the persist programs)
+  port-test-bins    - The portable unit runner and stress test (ports without Check)
+  persist-bins      - The persist test program, sefer-pstore and the persist benchmark
+  decommit-tools    - selftest/decommit/rss_curve, the decommit measuring program
+  ldlibs            - Print the libraries a static link of libsefer.a needs
+
+Test targets (make check runs every group this configuration enables):
+  check             - Every group; ends with "N passed, N failed"
+  check-unit        - The Check unit suites
+  check-stress      - The multithreaded stress test
+  check-asan, check-tsan, check-tsan-urcu, check-ubsan
+                    - Unit suites and stress test built by clang under each sanitizer
+  check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
+                      config targets, incremental builds, this help
+  check-warnings    - gcc and clang builds with -Werror
+  check-config-linux_min, check-config-hardened, check-config-small_segments
+                    - Unit suites and stress test in alternate configurations
+  check-allconfig   - allnoconfig (gcc) and allyesconfig (clang), built and tested
+  check-randconfig  - N random configurations (N=4 by default), built and tested
+  check-newpolicy   - A throwaway policy added to a copy of the tree, no core/ edit
+  check-policies    - Every policy on, and numa with MPOL_BIND
+  check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
+  check-real        - Real programs under LD_PRELOAD
+  check-persist, check-persist-crash, check-persist-fuzz
+                    - The persistent allocator: units and bad files, crashes, fuzzing
+  check-win32, check-aarch64, check-darwin-build
+                    - The ports: under wine, under qemu-aarch64, compiled against a shim
+  crashtest         - The persist kill loop alone (N=2000 crashes)
+
+Run, benchmarks and measurements:
+  run               - Build, run a real program and the headline benchmark under sefer
+  bench             - Every benchmark against glibc, mimalloc, jemalloc, tcmalloc (QUICK=1)
+  bench-headline    - Steady churn and larson at 1 and 2 threads (~30 s)
+  bench-progs       - Build the benchmark programs only
+  bench-persist     - The persist benchmark against PMDK
+  policies-measure  - The numbers in Documentation/policies/
+  decommit-measure  - RSS curves of rss_curve under glibc, mimalloc and sefer
+
+Variables:
+  O=dir             - Build output directory (default build)
+  V=1               - Show the commands
+  CC=, CROSS_COMPILE=, EXTRA_CFLAGS=
+                    - Compiler, toolchain prefix, extra flags for the library and tests
+  KCONFIG_SEED=s    - randconfig's seed; check-randconfig's first seed
+  KCONFIG_ALLCONFIG=file
+                    - Settings all*config and randconfig keep
+  N=k               - check-randconfig's number of configurations; crashtest's crashes
+  QUICK=1, THREADS=, BENCH_ONLY=, BENCH_ALLOC=
+                    - bench options (bench/bench.mk)
+  FUZZ_TIME=s       - check-persist-fuzz's run time (default 20)
+
+Configurations in configs/:
+endef
+export SEFER_HELP
+
 help:
-	@sed -n '3,12p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
+	@printf '%s\n' "$$SEFER_HELP"
+	@for f in $(sort $(notdir $(wildcard $(srctree)/configs/*_defconfig))); do \
+		printf '  %s\n' "$$f"; done
 .PHONY: clean distclean help
 
 endif # mixed-goals

@@ -67,6 +67,61 @@ else
 	bad "menuconfig in a terminal: tmux is not installed (scripts/install-deps)"
 fi
 
+# Config targets (scripts/kconfig.py): all*config, randconfig's seed, KCONFIG_ALLCONFIG,
+# listnewconfig. check-allconfig and check-randconfig build and test such configurations.
+kc() { grep -E "^(CONFIG_$2=|# CONFIG_$2 is not set)" "$tmp/$1/.config"; }
+mk ano allnoconfig >/dev/null && mk ayes allyesconfig >/dev/null && mk adef alldefconfig >/dev/null
+if [ "$(kc ano POLICY_FASTBIN)" = "# CONFIG_POLICY_FASTBIN is not set" ] &&
+	[ "$(kc ano MALLOC_FACE)" = "# CONFIG_MALLOC_FACE is not set" ] &&
+	[ "$(kc ayes POLICY_FASTBIN)" = CONFIG_POLICY_FASTBIN=y ] &&
+	[ "$(kc ayes HARDENED)" = CONFIG_HARDENED=y ] && [ "$(kc ayes BACKEND_LINUX)" = CONFIG_BACKEND_LINUX=y ] &&
+	[ "$(kc adef POLICY_LARGE_CACHE)" = CONFIG_POLICY_LARGE_CACHE=y ] &&
+	[ "$(kc adef HARDENED)" = "# CONFIG_HARDENED is not set" ]; then
+	ok "allnoconfig, allyesconfig and alldefconfig set bools n, y and to their defaults"
+else
+	bad "all*config: $(kc ano POLICY_FASTBIN) / $(kc ayes POLICY_FASTBIN) / $(kc adef HARDENED)"
+fi
+seed1=$(mk r1 randconfig | sed -n 's/^KCONFIG_SEED=//p')
+mk r2 randconfig KCONFIG_SEED="$seed1" >/dev/null
+mk r3 randconfig KCONFIG_SEED=$((seed1 + 1)) >/dev/null
+mk r4 randconfig KCONFIG_SEED=$((seed1 + 2)) >/dev/null
+if [ -n "$seed1" ] && cmp -s "$tmp/r1/.config" "$tmp/r2/.config" &&
+	! { cmp -s "$tmp/r1/.config" "$tmp/r3/.config" && cmp -s "$tmp/r1/.config" "$tmp/r4/.config"; }; then
+	ok "randconfig prints its seed (KCONFIG_SEED=$seed1); that seed gives the same .config, others another"
+else
+	bad "randconfig is not reproducible from its printed seed '$seed1'"
+fi
+printf 'CONFIG_HARDENED=y\n# CONFIG_POLICY_FASTBIN is not set\n' >"$tmp/keep.config"
+kept=0
+for s in 1 2 3 4 5 6; do
+	mk k$s randconfig KCONFIG_SEED=$s KCONFIG_ALLCONFIG="$tmp/keep.config" >/dev/null &&
+		[ "$(kc k$s HARDENED)" = CONFIG_HARDENED=y ] &&
+		[ "$(kc k$s POLICY_FASTBIN)" = "# CONFIG_POLICY_FASTBIN is not set" ] && kept=$((kept + 1))
+done
+mk kno allnoconfig KCONFIG_ALLCONFIG="$tmp/keep.config" >/dev/null
+if [ $kept = 6 ] && [ "$(kc kno HARDENED)" = CONFIG_HARDENED=y ]; then
+	ok "KCONFIG_ALLCONFIG settings survive randconfig (6 seeds) and allnoconfig"
+else
+	bad "KCONFIG_ALLCONFIG: kept in $kept of 6 randconfigs; allnoconfig: $(kc kno HARDENED)"
+fi
+mk lnc linux_defconfig >/dev/null
+none=$(mk lnc listnewconfig)
+grep -v -e POLICY_FASTBIN -e STATS_CALLS "$tmp/lnc/.config" >"$tmp/lnc/old" && mv "$tmp/lnc/old" "$tmp/lnc/.config"
+new=$(mk lnc listnewconfig | tr '\n' ' ')
+if [ -z "$none" ] && [ "$new" = "CONFIG_STATS_CALLS=n CONFIG_POLICY_FASTBIN=n " ]; then
+	ok "listnewconfig lists the options a .config lacks, nothing for a complete one"
+else
+	bad "listnewconfig: complete '$none', lacking two: '$new'"
+fi
+mk lnc help >"$tmp/help.txt"
+phony=$(make -C "$src" -pq O="$tmp/lnc" 2>/dev/null | sed -n 's/^\.PHONY: //p' | tr ' ' '\n' | sort -u)
+missing=$(for t in $phony; do grep -qwe "$t" "$tmp/help.txt" || echo "$t"; done | tr '\n' ' ')
+if [ -n "$phony" ] && [ -z "$missing" ] && grep -q linux_min_defconfig "$tmp/help.txt"; then
+	ok "make help lists all $(echo $phony | wc -w) .PHONY targets and the configs/"
+else
+	bad "make help does not list: $missing"
+fi
+
 # Incremental builds: unchanged .config rebuilds nothing; a changed option rebuilds and a
 # deselected object leaves the archive.
 mk inc linux_defconfig >/dev/null && mk inc all >/dev/null 2>&1
