@@ -134,6 +134,12 @@ $(autoconf-mk): $(KCONFIG_CONFIG) $(kconfig-files) $(srctree)/scripts/kconfig.py
 	$(Q)$(KCONFIG) genconfig $(autoconf) $@ $(policies-conf)
 	$(Q)touch $@
 
+# policies.conf is written with auto.conf: if it went missing, auto.conf is made again.
+ifeq ($(wildcard $(policies-conf)),)
+$(autoconf-mk): FORCE
+endif
+FORCE:
+
 -include $(autoconf-mk)
 -include $(policies-conf)
 endif
