@@ -104,7 +104,7 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 # backend, -Werror, the unit suite and a short stress test on each. check-randconfig: N random
 # ones (default 4; N=k on the command line), gcc and clang alternating, KCONFIG_SEED=s starts
 # the seeds at s. check-allconfig: allnoconfig (gcc) and allyesconfig (clang).
-rc-n := $(if $(filter command line environment,$(origin N)),$(N),4)
+rc-n := $(if $(filter command line,$(origin N)),$(N),4)
 rc-backend := $(firstword $(foreach b,LINUX DARWIN WIN32,$(if $(CONFIG_BACKEND_$(b)),BACKEND_$(b))))
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-allconfig check-randconfig
