@@ -312,12 +312,19 @@ Configuration targets (write $(O)/.config; scripts/kconfig.py, Documentation/kco
   listnewconfig     - List the options .config does not set, with their would-be values
 
 Build targets:
-  all               - libsefer.a and libsefer.so (sefer.dll on win32) [default]
+  all               - libsefer.a, libsefer.so (sefer.dll on win32), sefer-pstore and the man
+                      pages [default]
+  man               - The man pages, rendered from Documentation/man/
   test-bins         - The unit suite and stress test (and the persist programs)
   port-test-bins    - The portable unit runner and stress test (ports without Check)
   persist-bins      - The persist test program, sefer-pstore and the persist benchmark
   decommit-tools    - selftest/decommit/rss_curve, the decommit measuring program
   ldlibs            - Print the libraries a static link of libsefer.a needs
+
+Install targets (scripts/install.mk; Linux builds only):
+  install           - Libraries, sefer.pc, headers, sefer-pstore and man pages under PREFIX
+  uninstall         - Remove exactly what install wrote
+  install-check-os  - Stop unless this configuration can be installed (install runs it)
 
 Test targets (make check runs every group this configuration enables):
   check             - Every group; ends with "N passed, N failed"
@@ -336,6 +343,11 @@ Test targets (make check runs every group this configuration enables):
   check-policies    - Every policy on, and numa with MPOL_BIND
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
   check-real        - Real programs under LD_PRELOAD
+  check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
+  check-man         - The man pages format cleanly and name every SEFER_* variable and call
+  check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments
+  check-cxx         - C++ operator new and delete from sefer, a caught std::bad_alloc
+  dropin-hardened   - The HARDENED copy check-face and check-cxx also run against
   check-persist, check-persist-crash, check-persist-fuzz
                     - The persistent allocator: units and bad files, crashes, fuzzing
   check-win32, check-aarch64, check-darwin-build
@@ -363,6 +375,8 @@ Variables:
   QUICK=1, THREADS=, BENCH_ONLY=, BENCH_ALLOC=
                     - bench options (bench/bench.mk)
   FUZZ_TIME=s       - check-persist-fuzz's run time (default 20)
+  PREFIX=, DESTDIR=, LIBDIR=, INCLUDEDIR=, BINDIR=, MANDIR=, PKGCONFIGDIR=
+                    - Where install writes (PREFIX=/usr/local)
 
 Configurations in configs/:
 endef

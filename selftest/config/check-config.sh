@@ -114,7 +114,9 @@ else
 	bad "listnewconfig: complete '$none', lacking two: '$new'"
 fi
 mk lnc help >"$tmp/help.txt"
-phony=$(make -C "$src" -pq O="$tmp/lnc" 2>/dev/null | sed -n 's/^\.PHONY: //p' | tr ' ' '\n' | sort -u)
+# every .PHONY target but generated files (a path)
+phony=$(make -C "$src" -pq O="$tmp/lnc" 2>/dev/null | sed -n 's/^\.PHONY: //p' | tr ' ' '\n' |
+	grep -v / | sort -u)
 missing=$(for t in $phony; do grep -qwe "$t" "$tmp/help.txt" || echo "$t"; done | tr '\n' ' ')
 if [ -n "$phony" ] && [ -z "$missing" ] && grep -q linux_min_defconfig "$tmp/help.txt"; then
 	ok "make help lists all $(echo $phony | wc -w) .PHONY targets and the configs/"
