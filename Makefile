@@ -308,7 +308,7 @@ Configuration targets (write $(O)/.config; scripts/kconfig.py, Documentation/kco
   allnoconfig       - Every bool option n, where its dependencies allow
   allyesconfig      - Every bool option y, where its dependencies allow
   alldefconfig      - Every option at its default
-  randconfig        - Every bool option and choice at random; prints KCONFIG_SEED=0x...
+  randconfig        - Bool options and choices (not the backend) at random; prints its seed
   listnewconfig     - List the options .config does not set, with their would-be values
 
 Build targets:

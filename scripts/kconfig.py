@@ -14,17 +14,19 @@
     kconfig.py allnoconfig             every bool option n, where its dependencies allow
     kconfig.py allyesconfig            every bool option y, where its dependencies allow
     kconfig.py alldefconfig            every option at its default
-    kconfig.py randconfig              every bool option and choice at random; the seed is
-                                       $KCONFIG_SEED (decimal or 0x hex) or a fresh one, and
-                                       is printed as KCONFIG_SEED=0x...
+    kconfig.py randconfig              every bool option and choice but the backend at random;
+                                       the seed is $KCONFIG_SEED (decimal or 0x hex) or a fresh
+                                       one, and is printed as KCONFIG_SEED=0x...
     kconfig.py listnewconfig           print the visible options $KCONFIG_CONFIG does not set,
                                        with the value they would get
 
 The all*config and randconfig commands write $KCONFIG_CONFIG. If $KCONFIG_ALLCONFIG names a
 config file, its settings are applied first and kept: only the other options are set to
 n, y, their default or a random value (as in the kernel). In all of them, a choice
-(backend, sync layer, purge mode...) keeps its default except in randconfig, which picks a
-random visible entry; int, hex and string options keep their defaults.
+(sync layer, purge mode...) keeps its default except in randconfig, which picks a random
+visible entry; int, hex and string options keep their defaults. The backend choice is to
+sefer what ARCH is to the kernel: all of them keep its default, the host's, unless
+$KCONFIG_ALLCONFIG sets it (a random backend would not build without its toolchain).
 
 Unlike the stock tools, an unknown symbol or an invalid value in a config file is an error
 that names the symbol and the file, not a warning that is easy to miss.
@@ -103,11 +105,15 @@ def set_all(kconf, fixed, high):
     sys.exit("sefer: kconfig.py: the all*config assignment does not settle")
 
 
+# Choices held at their default like the kernel's ARCH, named by one of their entries.
+HOST_CHOICES = ("BACKEND_LINUX",)
+
+
 def randomize(kconf, fixed, rng):
     """Walk the menu tree once, in order; each free bool option gets n or y (or m where
     assignable) and each free choice one of its visible entries, both drawn from rng. A
     given seed always draws the same values in the same order, hence the same .config."""
-    done = set()
+    done = {kconf.syms[s].choice for s in HOST_CHOICES if s in kconf.syms}
     for node in kconf.node_iter():
         item = node.item
         if item in done or item in fixed:
