@@ -169,6 +169,22 @@ uint64_t spare_purge(uint64_t now, bool force)
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&nspare, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&spare_lock);
+	if (force && IS_ENABLED(CONFIG_PURGE_FREE)) {
+		/* MADV_FREE leaves a purged range resident until the kernel needs it: what must
+		 * go back now (the last exit, sefer_collect(true)) is unmapped instead. */
+		struct segment *all = spare;
+
+		spare = NULL;
+		__atomic_store_n(&nspare, 0, __ATOMIC_RELAXED);
+		spin_unlock(&spare_lock);
+		while (all) {
+			struct segment *seg = all;
+
+			all = seg->next;
+			segment_release(seg);
+		}
+		return 0;
+	}
 	for (struct segment *seg = spare; seg; seg = seg->next) {
 		if (!seg->dirty_pages)
 			continue;

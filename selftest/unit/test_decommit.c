@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "core/options.h"
-#include "core/segment.h"
 #include "selftest/decommit/workload.h"
 #include "unit.h"
 
@@ -36,13 +35,7 @@
 #define MiB ((size_t)1 << 20)
 #define TOTAL (SANITIZED ? 64 * MiB : 1024 * MiB)
 #define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)
-/*
- * With PURGE_FREE (MADV_FREE) a purged range stays resident until the kernel needs the memory,
- * so the spare segments exited threads leave for the next ones (at most SPARE_MAX, purged)
- * still count in RSS: the bound allows them. With PURGE_DONTNEED they count nothing. (Found
- * by make check-randconfig once exited threads' segments became spares.)
- */
-#define SLACK (6 * MiB + (IS_ENABLED(CONFIG_PURGE_FREE) ? SPARE_MAX * SEGMENT_SIZE : 0))
+#define SLACK (6 * MiB)
 
 struct half {
 	void **blk;
