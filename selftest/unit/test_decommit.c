@@ -21,17 +21,6 @@
 #include "selftest/decommit/workload.h"
 #include "unit.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 #define MiB ((size_t)1 << 20)
 #define TOTAL (SANITIZED ? 64 * MiB : 1024 * MiB)
 #define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)

@@ -21,6 +21,18 @@ Suite *fastbin_suite(void);
 Suite *pages_suite(void);
 Suite *generations_suite(void);
 
+/* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);
 
