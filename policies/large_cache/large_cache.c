@@ -48,11 +48,11 @@
 #define DECAY_STEP_MS 100
 #define DECAY_KEEP_16 64849 /* 0.9^(1/10) * 65536: 10% per second in 100 ms steps */
 #define DECAY_MAX_STEPS 600 /* a minute: the excess is gone */
-#define LIVE_SHARE 32	    /* the caches may hold 1/32 of the live large bytes beyond headroom */
+#define LIVE_SHARE 64	    /* the caches may hold 1/64 of the live large bytes beyond headroom */
 
 struct large_cache_options large_cache_opt = {
 	.budget = UINT64_MAX,
-	.headroom = (uint64_t)32 << 20,
+	.headroom = (uint64_t)16 << 20,
 };
 
 uint64_t (*large_cache_clock)(void);

@@ -198,7 +198,7 @@ START_TEST(lc_decay)
 	large_cache_opt.headroom = 0;
 	/* live large bytes (never touched) that let admission keep 8 segments: decay alone
 	 * shrinks them */
-	void *ballast = sefer_malloc(1344 * MiB);
+	void *ballast = sefer_malloc(2688 * MiB);
 
 	for (int i = 0; i < 8; i++)
 		p[i] = sefer_malloc(5 * MiB);
@@ -239,7 +239,7 @@ START_TEST(lc_decay)
 END_TEST
 
 /*
- * Admission: after a free the caches hold at most max(headroom, live large bytes / 32), the
+ * Admission: after a free the caches hold at most max(headroom, live large bytes / 64), the
  * freeing heap's newest segment always (a repeated alloc/free of one big block still hits).
  */
 START_TEST(lc_admission)
@@ -276,7 +276,7 @@ START_TEST(lc_admission)
 	p[0] = sefer_malloc(12 * MiB + 512 * 1024);
 	ck_assert_uint_eq(c->count, 0);
 	sefer_free(p[0]);
-	/* with 4 GiB live, 1/32 of it (128 MiB) may be cached */
+	/* with 4 GiB live, 1/64 of it (64 MiB) may be cached */
 	void *ballast = sefer_malloc(4096 * MiB);
 
 	for (int i = 0; i < 10; i++)
@@ -284,7 +284,7 @@ START_TEST(lc_admission)
 	for (int i = 0; i < 10; i++)
 		sefer_free(p[i]);
 	ck_assert_uint_eq(c->count, 10);
-	ck_assert_uint_le(c->bytes, 128 * MiB);
+	ck_assert_uint_le(c->bytes, 64 * MiB);
 	sefer_free(ballast);
 	sefer_free(big);
 	large_cache_collect(heap_get(), true);
@@ -350,7 +350,7 @@ START_TEST(lc_collect)
 	large_cache_clock = fake_clock;
 	large_cache_opt.headroom = 0;
 	fake_now = 1000;
-	void *ballast = sefer_malloc(640 * MiB); /* admission keeps 3 x 6 MiB (live / 32) */
+	void *ballast = sefer_malloc(1280 * MiB); /* admission keeps 3 x 6 MiB (live / 64) */
 
 	for (int i = 0; i < 3; i++) {
 		p[i] = sefer_malloc(6 * MiB);
