@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "unit.h"
 
 START_TEST(no_overlap_and_alignment)
@@ -244,6 +245,31 @@ START_TEST(reuse_after_free)
 }
 END_TEST
 
+/* mallocs and frees are counted exactly with CONFIG_STATS_CALLS, and not at all without. */
+START_TEST(call_counters)
+{
+	struct sefer_stats before, after;
+	void *p[64];
+
+	sefer_free(sefer_malloc(48)); /* this thread has a heap */
+	sefer_stats_get(&before);
+	for (int r = 0; r < 100; r++) {
+		for (int i = 0; i < 64; i++)
+			p[i] = sefer_malloc(16 + (size_t)i * 8);
+		for (int i = 0; i < 64; i++)
+			sefer_free(p[i]);
+	}
+	sefer_stats_get(&after);
+	if (IS_ENABLED(CONFIG_STATS_CALLS)) {
+		ck_assert_uint_eq(after.mallocs - before.mallocs, 6400);
+		ck_assert_uint_eq(after.frees - before.frees, 6400);
+	} else {
+		ck_assert_uint_eq(after.mallocs, 0);
+		ck_assert_uint_eq(after.frees, 0);
+	}
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -257,6 +283,7 @@ Suite *api_suite(void)
 	tcase_add_test(tc, aligned_allocation);
 	tcase_add_test(tc, huge_alignment);
 	tcase_add_test(tc, reuse_after_free);
+	tcase_add_test(tc, call_counters);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
