@@ -274,7 +274,8 @@ void heap_abandon(struct heap *heap)
 		global_purge(now, true);
 }
 
-/* Take seg (just adopted: owner CAS won) off the abandoned list. abandoned_lock held. */
+/* Take seg off the abandoned list (its owner CAS won: adopted, or held and emptied).
+ * abandoned_lock held. */
 static void abandoned_unlink(struct segment *seg)
 {
 	if (seg->prev)
