@@ -343,6 +343,7 @@ Test targets (make check runs every group this configuration enables):
   check-policies    - Every policy on, and numa with MPOL_BIND
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
   check-real        - Real programs under LD_PRELOAD
+  check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call
   check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments

@@ -70,6 +70,8 @@ static bool read_env(const char *name, char *buf, size_t len)
 
 static void bad_value(const char *name, const char *val, const char *expect)
 {
+	if (sefer_opt.secure)
+		return;
 	sefer_message("bad value '%s' for SEFER_%s (expected %s); keeping the default", val, name,
 		      expect);
 }
@@ -78,7 +80,8 @@ bool option_bool(const char *name, bool *out)
 {
 	char v[32];
 
-	if (!read_env(name, v, sizeof(v)))
+	/* Every boolean option prints (SHOW_STATS, VERBOSE): never from a secure process. */
+	if (sefer_opt.secure || !read_env(name, v, sizeof(v)))
 		return false;
 	if ((v[0] == '1' || v[0] == '0') && !v[1]) {
 		*out = v[0] == '1';
@@ -88,14 +91,24 @@ bool option_bool(const char *name, bool *out)
 	return false;
 }
 
+/* Secure execution: a number may lower its option (tighten), never raise it. */
+static bool take(uint64_t v, uint64_t *out)
+{
+	if (sefer_opt.secure && v > *out)
+		return false;
+	*out = v;
+	return true;
+}
+
 bool option_uint(const char *name, uint64_t *out)
 {
 	char v[32];
+	uint64_t n;
 
 	if (!read_env(name, v, sizeof(v)))
 		return false;
-	if (parse_uint(v, out))
-		return true;
+	if (parse_uint(v, &n))
+		return take(n, out);
 	bad_value(name, v, "a whole number");
 	return false;
 }
@@ -103,11 +116,12 @@ bool option_uint(const char *name, uint64_t *out)
 bool option_size(const char *name, uint64_t *out)
 {
 	char v[32];
+	uint64_t n;
 
 	if (!read_env(name, v, sizeof(v)))
 		return false;
-	if (parse_size(v, out))
-		return true;
+	if (parse_size(v, &n))
+		return take(n, out);
 	bad_value(name, v, "a byte count with an optional K, M, G or T suffix");
 	return false;
 }
@@ -116,6 +130,7 @@ void options_init(void)
 {
 	char v[32];
 
+	sefer_opt.secure = sefer_os.secure && sefer_os.secure();
 	option_bool("SHOW_STATS", &sefer_opt.show_stats);
 	option_bool("VERBOSE", &sefer_opt.verbose);
 	option_uint("PURGE_DELAY_MS", &sefer_opt.purge_delay_ms);
@@ -123,7 +138,8 @@ void options_init(void)
 		if (!__builtin_strcmp(v, "abort"))
 			sefer_opt.on_error = ON_ERROR_ABORT;
 		else if (!__builtin_strcmp(v, "warn"))
-			sefer_opt.on_error = ON_ERROR_WARN;
+			/* warn turns a double free into "carry on": not on a caller's say-so */
+			sefer_opt.on_error = sefer_opt.secure ? ON_ERROR_ABORT : ON_ERROR_WARN;
 		else
 			bad_value("ON_ERROR", v, "abort or warn");
 	}

@@ -2,6 +2,13 @@
 /*
  * Options from SEFER_* environment variables, read once at process init without allocating.
  * A bad value is named in a message and the default kept. Documentation/kconfig.rst lists them.
+ *
+ * Secure execution (sefer_os.secure(): setuid, setgid, file capabilities) hands sefer the
+ * environment of a less privileged caller, as glibc's tunables see it. There every option that
+ * weakens a check, sends output somewhere or raises a limit is ignored without a word: the
+ * boolean options (all of them print) are ignored, SEFER_ON_ERROR keeps only "abort", and a
+ * number (all of them are "lower is tighter") is taken only when it does not exceed the value
+ * it replaces. Bad values are not reported either.
  */
 #ifndef SEFER_CORE_OPTIONS_H
 #define SEFER_CORE_OPTIONS_H
@@ -15,6 +22,7 @@ struct sefer_options {
 	bool verbose;		 /* SEFER_VERBOSE=1: report init, segments, purges */
 	enum on_error on_error;	 /* SEFER_ON_ERROR=abort|warn */
 	uint64_t purge_delay_ms; /* SEFER_PURGE_DELAY_MS */
+	bool secure;		 /* secure execution: see above */
 };
 
 extern struct sefer_options sefer_opt SEFER_INTERNAL;
@@ -24,7 +32,9 @@ void options_init(void) SEFER_INTERNAL;
 /*
  * Parsers shared with the policies. Each reads SEFER_<name>; returns true and stores the value
  * if it is set and valid; reports "sefer: bad value ... for SEFER_<name>" and returns false if
- * set but invalid; false silently if unset.
+ * set but invalid; false silently if unset. In secure execution option_bool always returns
+ * false, and option_uint/option_size return false (silently) for a bad value or one above
+ * *out, so a number option must hold its default in *out when it is read.
  */
 bool option_bool(const char *name, bool *out) SEFER_INTERNAL;
 bool option_uint(const char *name, uint64_t *out) SEFER_INTERNAL;

@@ -150,6 +150,21 @@ endif
 check-real: $(shared-lib)
 	$(Q)bash $(srctree)/selftest/real/check-real.sh $(shared-lib) $(objtree)/check-real
 
+# ---- secure execution: a setuid-root program run by nobody ignores SEFER_ON_ERROR=warn and the
+# other options that weaken a check, print or raise a limit (core/options.c). Linked with
+# libsefer.a: ld.so ignores LD_PRELOAD in a setuid program. Needs root; skips without it.
+secure-bin := $(objtree)/selftest/secure/double_free
+$(secure-bin): $(srctree)/selftest/secure/double_free.c $(static-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/secure/double_free
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_LDLIBS)
+ifeq ($(CONFIG_MALLOC_FACE)$(CONFIG_BACKEND_LINUX),yy)
+check-targets += check-secure
+test-bins: $(secure-bin)
+endif
+check-secure: $(secure-bin)
+	$(Q)bash $(srctree)/selftest/secure/check-secure.sh $(secure-bin) $(objtree)/secure
+
 # ---- the fast paths in the disassembly: no lock, no atomic RMW, no indirect call (x86-64)
 ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-fastpath

@@ -73,6 +73,12 @@ static int darwin_sync(sefer_file_t f)
 	return fsync((int)f) ? -errno : 0;
 }
 
+/* DARWIN: issetugid(2) is true for a process that changed its ids at exec (setuid/setgid). */
+static bool darwin_secure(void)
+{
+	return issetugid() != 0;
+}
+
 const struct sefer_os_ops sefer_os = {
 	.name = "darwin",
 	.init = posix_init,
@@ -85,6 +91,7 @@ const struct sefer_os_ops sefer_os = {
 	.current_node = darwin_current_node,
 	.clock_ms = posix_clock_ms,
 	.getenv = posix_getenv,
+	.secure = darwin_secure,
 	.write_err = posix_write_err,
 	.keep_err = posix_keep_err,
 	.random_bytes = darwin_random_bytes,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The Linux backend: the POSIX part (backends/posix/) plus madvise purging, mbind NUMA
- * binding, getcpu, getrandom and fdatasync. See include/sefer/os.h for each op's contract.
+ * binding, getcpu, getrandom, fdatasync and AT_SECURE. See include/sefer/os.h for each op's contract.
  *
  * mbind is called through syscall(2) with the constants from <numaif.h>, so the core does not
  * link libnuma (whose constructor allocates through malloc while the process starts).
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <numaif.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -96,6 +97,12 @@ static int linux_sync(sefer_file_t f)
 	return fdatasync((int)f) ? -errno : 0;
 }
 
+/* The kernel sets AT_SECURE for setuid/setgid exec, file capabilities and LSM transitions. */
+static bool linux_secure(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
+
 const struct sefer_os_ops sefer_os = {
 	.name = "linux",
 	.init = linux_init,
@@ -108,6 +115,7 @@ const struct sefer_os_ops sefer_os = {
 	.current_node = linux_current_node,
 	.clock_ms = posix_clock_ms,
 	.getenv = posix_getenv,
+	.secure = linux_secure,
 	.write_err = posix_write_err,
 	.keep_err = posix_keep_err,
 	.random_bytes = linux_random_bytes,

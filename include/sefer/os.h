@@ -91,6 +91,14 @@ struct sefer_os_ops {
 	 */
 	bool (*getenv)(const char *name, char *buf, size_t len);
 
+	/*
+	 * Optional. True when the process runs in secure-execution mode: its environment comes
+	 * from a less privileged caller (setuid, setgid, file capabilities; AT_SECURE on Linux).
+	 * Options that weaken a check, redirect output or raise a limit are then ignored (see
+	 * core/options.c). Called once, at init, after init(); must not allocate. NULL: never.
+	 */
+	bool (*secure)(void);
+
 	/* Write a message to the error stream (stderr). Must not allocate; may be partial. */
 	void (*write_err)(const char *msg, size_t len);
 

@@ -23,5 +23,6 @@
 #define F_FULLFSYNC 51 /* placeholder */
 #endif
 int pthread_threadid_np(pthread_t thread, uint64_t *tid);
+int issetugid(void); /* <unistd.h> on Darwin */
 
 #endif
