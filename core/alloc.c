@@ -175,5 +175,5 @@ void *aligned_any(size_t align, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return large_alloc(heap, size, align, false);
+	return large_alloc(heap, size ? size : 1, align, false);
 }

@@ -219,6 +219,17 @@ START_TEST(huge_alignment)
 		ck_assert_uint_eq((uintptr_t)r % a, 0);
 		sefer_free(r);
 	}
+	/* Size 0 with an alignment past a page (found by check-malloc-fuzz): a block of its
+	 * own, not an empty one at its segment's end that a later free took for another's. */
+	for (unsigned k = 17; k <= 24; k++) {
+		void *z = NULL, *r = NULL;
+
+		ck_assert_int_eq(sefer_posix_memalign(&z, (size_t)1 << k, 0), 0);
+		ck_assert_uint_ge(sefer_usable_size(z), 1);
+		ck_assert_int_eq(sefer_posix_memalign(&r, (size_t)1 << k, 255), 0);
+		sefer_free(r);
+		sefer_free(z);
+	}
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
