@@ -344,6 +344,8 @@ Test targets (make check runs every group this configuration enables):
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
   check-real        - Real programs under LD_PRELOAD
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
+  check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
+  malloc-fuzz       - Build the malloc fuzzer (build/mfuzz/malloc-fuzz) without running it
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call
   check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments
@@ -375,7 +377,7 @@ Variables:
   N=k               - check-randconfig's number of configurations; crashtest's crashes
   QUICK=1, THREADS=, BENCH_ONLY=, BENCH_ALLOC=
                     - bench options (bench/bench.mk)
-  FUZZ_TIME=s       - check-persist-fuzz's run time (default 20)
+  FUZZ_TIME=s       - check-persist-fuzz's and check-malloc-fuzz's run time (default 20)
   PREFIX=, DESTDIR=, LIBDIR=, INCLUDEDIR=, BINDIR=, MANDIR=, PKGCONFIGDIR=
                     - Where install writes (PREFIX=/usr/local)
 
