@@ -52,6 +52,27 @@ static void heap_reset(struct heap *heap)
 	memset(&heap->policy, 0, sizeof(heap->policy));
 }
 
+/*
+ * A heap's free-list shuffle state (CONFIG_HARDENED, page.c): the process key mixed with a
+ * per-heap sequence number through splitmix64, so no two heaps of a process, and no two
+ * processes, shuffle alike. A forked child draws a new key first (heap_fork_child).
+ */
+static void heap_shuffle_seed(struct heap *heap)
+{
+#if IS_ENABLED(CONFIG_HARDENED)
+	static _Atomic(uint64_t) seq;
+	uint64_t z = sefer_shuffle_key +
+		     (atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) + 1) *
+			     0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	heap->shuffle = z ^ (z >> 31);
+#else
+	(void)heap;
+#endif
+}
+
 static void heap_thread_exit(void *arg)
 {
 	struct heap *heap = arg;
@@ -85,6 +106,7 @@ struct heap *heap_init_thread(void)
 		stat_add(&sefer_gstats.threads, NULL, 1);
 	}
 	heap_reset(heap);
+	heap_shuffle_seed(heap);
 	heap->tid = sefer_os.thread_id();
 	heap->live = true;
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
@@ -396,4 +418,12 @@ void heap_fork_child(void)
 	spare_fork_child();
 	spin_reset(&abandoned_lock);
 	spin_reset(&pool_lock);
+	if (IS_ENABLED(CONFIG_HARDENED) && sefer_heap != &heap_empty) {
+		/* the child must not hand out blocks in the order its parent will */
+		if (sefer_os.random_bytes)
+			sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key));
+		else
+			sefer_shuffle_key ^= sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
+		heap_shuffle_seed(sefer_heap);
+	}
 }

@@ -62,6 +62,9 @@ struct heap {
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
+#if IS_ENABLED(CONFIG_HARDENED)
+	uint64_t shuffle; /* free-list shuffle generator state (page.c), owner-only */
+#endif
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
 } cacheline_aligned;

@@ -22,6 +22,7 @@
 struct sefer_os_info sefer_os_info = { 4096, 4096, 1, true };
 uintptr_t sefer_list_key;
 uintptr_t sefer_mark_key;
+uint64_t sefer_shuffle_key;
 
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
@@ -78,6 +79,9 @@ void process_init(void)
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
 		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
 	sefer_mark_key |= 1;	/* odd: a pending mark never equals a free mark (the address) */
+	if (IS_ENABLED(CONFIG_HARDENED) &&
+	    (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key))))
+		sefer_shuffle_key = sefer_mark_key * 0x94d049bb133111ebULL ^ sefer_os.clock_ms();
 	policy_init_all();
 #ifndef _WIN32
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -78,8 +78,56 @@ void heap_direct_update(struct heap *heap, unsigned bin)
 		heap->direct[s] = pg;
 }
 
+#if IS_ENABLED(CONFIG_HARDENED)
+/*
+ * Randomized free lists: the batch page_extend() carves goes onto the free list in a random
+ * order, so the order malloc hands out the blocks of a fresh page is not predictable from
+ * outside (an attacker cannot count on the block after a victim being the next one handed
+ * out). A per-heap wyrand generator (owner-only, no atomics), seeded per heap from a
+ * process-wide random key (heap_shuffle_seed); a Fisher-Yates shuffle of the batch indices.
+ * Costs one generator step per carved block, on the slow path only.
+ */
+static inline uint64_t shuffle_next(struct heap *heap)
+{
+	__uint128_t t;
+
+	heap->shuffle += 0xa0761d6478bd642fULL;
+	t = (__uint128_t)heap->shuffle * (heap->shuffle ^ 0xe7037ed1a0b428dbULL);
+	return (uint64_t)(t >> 64) ^ (uint64_t)t;
+}
+
+static void page_link_shuffled(struct heap *heap, struct page *pg, uint8_t *base, uint32_t n)
+{
+	uint16_t order[EXTEND_BYTES / GRANULE];
+	size_t bs = pg->block_size;
+	struct block *head = NULL, *prev = NULL;
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = (uint16_t)i;
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(((shuffle_next(heap) >> 32) * (uint64_t)(i + 1)) >> 32);
+		uint16_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct block *b = (struct block *)(base + order[i] * bs);
+
+		if (prev)
+			block_set_next(prev, b);
+		else
+			head = b;
+		block_mark_free(b);
+		prev = b;
+	}
+	block_set_next(prev, pg->free);
+	pg->free = head;
+}
+#endif
+
 /* Carve up to EXTEND_BYTES of never-used blocks onto the (empty) free list. */
-static void page_extend(struct page *pg)
+static void page_extend(struct heap *heap, struct page *pg)
 {
 	size_t bs = pg->block_size;
 	uint32_t n = (uint32_t)(EXTEND_BYTES / bs);
@@ -91,6 +139,14 @@ static void page_extend(struct page *pg)
 	struct block *first = (struct block *)(pg->start + (size_t)pg->reserved * bs);
 	struct block *b = first;
 
+#if IS_ENABLED(CONFIG_HARDENED)
+	if (n > 1) {
+		page_link_shuffled(heap, pg, (uint8_t *)first, n);
+		goto carved;
+	}
+#else
+	(void)heap;
+#endif
 	for (uint32_t i = 1; i < n; i++) {
 		struct block *next = (struct block *)((uint8_t *)b + bs);
 
@@ -101,6 +157,9 @@ static void page_extend(struct page *pg)
 	block_set_next(b, pg->free);
 	block_mark_free(b);
 	pg->free = first;
+#if IS_ENABLED(CONFIG_HARDENED)
+carved:
+#endif
 	pg->reserved += n;
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
@@ -117,7 +176,7 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
-	page_extend(pg);
+	page_extend(heap, pg);
 }
 
 static inline uintptr_t xt_ptr(uintptr_t v)
@@ -347,7 +406,7 @@ retry:
 		if (pg->free)
 			goto found;
 		if (pg->reserved < pg->capacity) {
-			page_extend(pg);
+			page_extend(heap, pg);
 			goto found;
 		}
 		if (!page_to_full(heap, pg))

@@ -76,6 +76,70 @@ static void *segment_map(struct heap *heap, size_t size, size_t align, int *node
 
 static void purge_slots(struct segment *seg, uint64_t mask);
 
+/*
+ * ---- guard pages (CONFIG_GUARD_PAGES) ----
+ * One OS page made inaccessible through sefer_os.protect: in a small segment the last OS page
+ * of the metadata pages (the header ends at least GUARD_MAX before it, segment.h), set once
+ * when the segment is mapped and kept for its life (small segments stay small through the
+ * cache and the spares); in a large segment the page right after the block's last OS page,
+ * moved by large_guard_place() whenever the block is placed for a new size. Both go away
+ * with the reservation. 0 when the option is off or the backend has no protect op.
+ */
+static inline size_t guard_bytes(void)
+{
+	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !sefer_os.protect)
+		return 0;
+	return sefer_os_info.page_size;
+}
+
+/* Undo segment_map() of a segment never published (a guard could not be set). */
+static void segment_unmap(void *mem, size_t size)
+{
+	stat_add(&sefer_gstats.segments, NULL, -1);
+	stat_add(&sefer_gstats.committed, NULL, -(long long)size);
+	sefer_os.release(mem, size);
+}
+
+static bool small_guard_set(struct segment *seg)
+{
+	size_t g = guard_bytes();
+	size_t at = ((size_t)META_PAGES << SPAGE_SHIFT) - g;
+
+	if (!g || g > GUARD_MAX)
+		return true; /* no guard (an OS page larger than the room kept for it) */
+	return sefer_os.protect((uint8_t *)seg + at, g, true);
+}
+
+bool large_guard_place(struct segment *seg, size_t off, size_t size)
+{
+	size_t g = guard_bytes();
+	size_t end;
+
+	if (!g) {
+		seg->large_block = (uint8_t *)seg + off;
+		seg->large_size = seg->size - off;
+		return true;
+	}
+	end = align_up(off + size, g);
+	if (end < off || end > seg->size || seg->size - end < g)
+		return false;
+#if IS_ENABLED(CONFIG_GUARD_PAGES)
+	uint8_t *guard = (uint8_t *)seg + end;
+
+	if (guard != seg->large_guard) {
+		/* the new guard first: on failure the old placement stands whole */
+		if (!sefer_os.protect(guard, g, true))
+			return false;
+		if (seg->large_guard)
+			sefer_os.protect(seg->large_guard, g, false);
+		seg->large_guard = guard;
+	}
+#endif
+	seg->large_block = (uint8_t *)seg + off;
+	seg->large_size = end - off;
+	return true;
+}
+
 static void segment_publish(struct segment *seg)
 {
 	sync_registry_add(&seg->reg);
@@ -229,6 +293,10 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg = segment_map(heap, SEGMENT_SIZE, SEGMENT_SIZE, &node);
 		if (!seg)
 			return NULL;
+		if (IS_ENABLED(CONFIG_GUARD_PAGES) && !small_guard_set(seg)) {
+			segment_unmap(seg, SEGMENT_SIZE);
+			return NULL;
+		}
 		seg->kind = SEG_SMALL;
 		seg->node = node;
 		seg->size = SEGMENT_SIZE;
@@ -251,7 +319,10 @@ struct segment *segment_alloc_small(struct heap *heap)
 struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align)
 {
 	size_t off = large_block_offset(align);
-	size_t total = align_up(off + size, SPAGE_SIZE);
+	size_t g = guard_bytes();
+	/* with a guard: the block's OS pages, then the guard page, within the segment */
+	size_t total = g ? align_up(align_up(off + size, g) + g, SPAGE_SIZE)
+			 : align_up(off + size, SPAGE_SIZE);
 	struct segment *seg;
 	int node;
 
@@ -265,8 +336,10 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 	seg->node = node;
 	seg->size = total;
 	seg->cookie = (uintptr_t)seg ^ sefer_list_key;
-	seg->large_block = (uint8_t *)seg + off;
-	seg->large_size = total - off;
+	if (!large_place(seg, off, size)) {
+		segment_unmap(seg, total);
+		return NULL;
+	}
 	seg->large_zero = true;
 	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
 	segment_publish(seg);

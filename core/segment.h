@@ -113,6 +113,9 @@ struct segment {
 	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
 	bool large_zero;
+#if IS_ENABLED(CONFIG_GUARD_PAGES)
+	uint8_t *large_guard; /* the inaccessible page right after the block, or NULL */
+#endif
 
 	uint16_t page_off[PAGES_PER_SEGMENT]; /* page_of() in one load and one add */
 	struct page pages[PAGES_PER_SEGMENT];
@@ -125,7 +128,12 @@ struct segment {
 #endif
 };
 
-#define META_PAGES ((sizeof(struct segment) + SPAGE_SIZE - 1) >> SPAGE_SHIFT)
+/*
+ * With CONFIG_GUARD_PAGES the metadata pages keep room for a guard page of up to GUARD_MAX
+ * bytes (an OS page) after the header, before the first block page (segment.c).
+ */
+#define GUARD_MAX (IS_ENABLED(CONFIG_GUARD_PAGES) ? (size_t)16 << 10 : (size_t)0)
+#define META_PAGES ((sizeof(struct segment) + GUARD_MAX + SPAGE_SIZE - 1) >> SPAGE_SHIFT)
 #define ALL_PAGES_MASK                                                                            \
 	((PAGES_PER_SEGMENT == 64 ? ~0ULL : ((1ULL << PAGES_PER_SEGMENT) - 1)) &                 \
 	 ~((1ULL << META_PAGES) - 1))
@@ -158,6 +166,7 @@ static inline size_t page_span_bytes(const struct page *pg)
 
 /* ---- hardened free-list links ---- */
 extern uintptr_t sefer_list_key SEFER_INTERNAL;
+extern uint64_t sefer_shuffle_key SEFER_INTERNAL; /* seeds the heaps' shuffles (heap.c) */
 
 static always_inline uintptr_t link_encode(const struct block *b, const struct block *next)
 {
@@ -288,6 +297,25 @@ static inline size_t large_block_offset(size_t align)
 	size_t a = align > CACHELINE ? align : CACHELINE;
 
 	return align_up(__builtin_offsetof(struct segment, pages), a);
+}
+
+bool large_guard_place(struct segment *seg, size_t off, size_t size) SEFER_INTERNAL;
+
+/*
+ * Place a large segment's block `off` bytes in for a request of `size` bytes: large_block and
+ * large_size (usable bytes). Without CONFIG_GUARD_PAGES the block gets the rest of the
+ * segment; with it the block ends at the first OS page boundary at or after size and the
+ * guard page is (moved) there (segment.c). False when seg cannot hold the block and a guard
+ * (or the guard could not be set): seg is then unchanged. Policies that re-place the block
+ * of a reused segment call this.
+ */
+static inline bool large_place(struct segment *seg, size_t off, size_t size)
+{
+	if (IS_ENABLED(CONFIG_GUARD_PAGES))
+		return large_guard_place(seg, off, size);
+	seg->large_block = (uint8_t *)seg + off;
+	seg->large_size = seg->size - off;
+	return true;
 }
 
 /*

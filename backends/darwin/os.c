@@ -86,6 +86,7 @@ const struct sefer_os_ops sefer_os = {
 	.release = posix_release,
 	.commit = darwin_commit,
 	.decommit = posix_decommit,
+	.protect = posix_protect,
 	.purge = darwin_purge,
 	.bind_node = NULL, /* no NUMA API on Darwin */
 	.current_node = darwin_current_node,

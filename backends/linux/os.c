@@ -110,6 +110,7 @@ const struct sefer_os_ops sefer_os = {
 	.release = posix_release,
 	.commit = posix_commit,
 	.decommit = posix_decommit,
+	.protect = posix_protect,
 	.purge = linux_purge,
 	.bind_node = linux_bind_node,
 	.current_node = linux_current_node,

@@ -14,6 +14,7 @@ void *posix_reserve(size_t size, size_t align, int node);
 void posix_release(void *addr, size_t size);
 bool posix_commit(void *addr, size_t size, bool *is_zero);
 bool posix_decommit(void *addr, size_t size);
+bool posix_protect(void *addr, size_t size, bool none);
 uint64_t posix_clock_ms(void);
 bool posix_getenv(const char *name, char *buf, size_t len);
 void posix_write_err(const char *msg, size_t len);

@@ -81,6 +81,11 @@ bool posix_commit(void *addr, size_t size, bool *is_zero)
 	return mprotect(addr, size, PROT_READ | PROT_WRITE) == 0;
 }
 
+bool posix_protect(void *addr, size_t size, bool none)
+{
+	return mprotect(addr, size, none ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
+}
+
 bool posix_decommit(void *addr, size_t size)
 {
 	/* Fresh anonymous pages replace the range: reads as zero, no RSS, no access until commit. */

@@ -165,6 +165,15 @@ static bool win32_decommit(void *addr, size_t size)
 	return VirtualFree(addr, size, MEM_DECOMMIT) != 0;
 }
 
+/* Guard pages: PAGE_NOACCESS keeps the pages committed (they count against the commit
+ * limit, one page per guard) but any access raises an access violation. */
+static bool win32_protect(void *addr, size_t size, bool none)
+{
+	DWORD old;
+
+	return VirtualProtect(addr, size, none ? PAGE_NOACCESS : PAGE_READWRITE, &old) != 0;
+}
+
 static bool win32_purge(void *addr, size_t size, bool eager)
 {
 	if (!eager) {
@@ -450,6 +459,7 @@ const struct sefer_os_ops sefer_os = {
 	.release = win32_release,
 	.commit = win32_commit,
 	.decommit = win32_decommit,
+	.protect = win32_protect,
 	.purge = win32_purge,
 	.bind_node = win32_bind_node,
 	.current_node = win32_current_node,

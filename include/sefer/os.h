@@ -76,6 +76,18 @@ struct sefer_os_ops {
 	 */
 	bool (*purge)(void *addr, size_t size, bool eager);
 
+	/*
+	 * Guard pages (CONFIG_GUARD_PAGES). With `none` make [addr, addr+size) inaccessible: any
+	 * read or write there faults (SIGSEGV / an access violation) and the range takes no
+	 * physical memory; without it make the range readable and writable again, its contents
+	 * undefined. addr and size are multiples of page_size, inside one reservation made by
+	 * reserve(); release() of the whole reservation releases guarded ranges as well. May
+	 * be called with the calling heap's state in flux, like commit. Returns false on failure
+	 * (the range is then left as it was). NULL slot: no guard pages (the option does
+	 * nothing).
+	 */
+	bool (*protect)(void *addr, size_t size, bool none);
+
 	/* Bind [addr, addr+size) to `node` (strict: only that node). Returns 0 or -errno. */
 	int (*bind_node)(void *addr, size_t size, int node, bool strict);
 

@@ -229,9 +229,10 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 
 		if (s->size <= off || usable < size || usable - size > size)
 			continue;
+		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
+		if (!large_place(s, off, size))
+			continue;
 		unlink_seg(c, s);
-		s->large_block = (uint8_t *)s + off;
-		s->large_size = usable;
 		*zero = false;
 		c->hits++;
 		return s;

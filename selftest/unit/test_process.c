@@ -218,7 +218,9 @@ int child_main(const char *mode)
 			pthread_join(t[i], NULL);
 		return 0;
 	}
-	return 99;
+	int rc = hardening_child(mode);
+
+	return rc >= 0 ? rc : 99;
 }
 
 /* The child printed "addr=0x..." first: the report must name that address and the reason. */

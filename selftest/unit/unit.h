@@ -20,6 +20,7 @@ Suite *decommit_suite(void);
 Suite *fastbin_suite(void);
 Suite *pages_suite(void);
 Suite *generations_suite(void);
+Suite *hardening_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -45,5 +46,7 @@ int run_child(const char *mode, const char *const *env, char *buf, size_t len);
 /* argv[0] of this test binary, for run_child() (set by main). */
 extern const char *unit_self_path;
 int child_main(const char *mode);
+/* The hardening suite's child modes (test_hardening.c); -1 for a mode it does not know. */
+int hardening_child(const char *mode);
 
 #endif
