@@ -92,6 +92,11 @@ static inline size_t guard_bytes(void)
 	return sefer_os_info.page_size;
 }
 
+size_t large_guard_bytes(void)
+{
+	return guard_bytes();
+}
+
 /* Undo segment_map() of a segment never published (a guard could not be set). */
 static void segment_unmap(void *mem, size_t size)
 {

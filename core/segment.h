@@ -300,6 +300,15 @@ static inline size_t large_block_offset(size_t align)
 }
 
 bool large_guard_place(struct segment *seg, size_t off, size_t size) SEFER_INTERNAL;
+size_t large_guard_bytes(void) SEFER_INTERNAL;
+
+/* The most a large segment can hold `off` bytes in: what follows, less the guard page. */
+static inline size_t large_room(const struct segment *seg, size_t off)
+{
+	size_t g = IS_ENABLED(CONFIG_GUARD_PAGES) ? large_guard_bytes() : 0;
+
+	return seg->size > off + g ? seg->size - off - g : 0;
+}
 
 /*
  * Place a large segment's block `off` bytes in for a request of `size` bytes: large_block and

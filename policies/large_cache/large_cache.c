@@ -225,9 +225,9 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 	decay(c);
 	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
 	for (struct segment *s = c->tail; s; s = s->prev) {
-		size_t usable = s->size - off;
+		size_t usable = large_room(s, off);
 
-		if (s->size <= off || usable < size || usable - size > size)
+		if (!usable || usable < size || usable - size > size)
 			continue;
 		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
 		if (!large_place(s, off, size))

@@ -221,6 +221,31 @@ START_TEST(os_purge_commit)
 }
 END_TEST
 
+/* Guard pages (CONFIG_GUARD_PAGES): protect makes a page PAGE_NOACCESS and back. */
+START_TEST(os_protect)
+{
+	size_t size = SEGMENT_SIZE, pg = 4096; /* the page size os_info checks */
+	uint8_t *p = sefer_os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
+	MEMORY_BASIC_INFORMATION mbi;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(sefer_os.protect);
+	p[pg] = 3;
+	ck_assert(sefer_os.protect(p + pg, pg, true));
+	ck_assert(VirtualQuery(p + pg, &mbi, sizeof(mbi)));
+	ck_assert_uint_eq(mbi.Protect, PAGE_NOACCESS);
+	ck_assert_uint_eq(mbi.RegionSize, pg);
+	p[pg - 1] = 1; /* the neighbours stay writable */
+	p[2 * pg] = 2;
+	ck_assert(sefer_os.protect(p + pg, pg, false));
+	ck_assert(VirtualQuery(p + pg, &mbi, sizeof(mbi)));
+	ck_assert_uint_eq(mbi.Protect, PAGE_READWRITE);
+	p[pg] = 4;
+	ck_assert_uint_eq(p[pg], 4);
+	sefer_os.release(p, size);
+}
+END_TEST
+
 START_TEST(os_env_clock_random)
 {
 	char buf[8];
@@ -394,6 +419,7 @@ Suite *win32_suite(void)
 	tcase_add_test(to, os_info);
 	tcase_add_test(to, os_reserve_aligned);
 	tcase_add_test(to, os_purge_commit);
+	tcase_add_test(to, os_protect);
 	tcase_add_test(to, os_env_clock_random);
 	tcase_add_test(to, os_files);
 	suite_add_tcase(s, to);

@@ -108,7 +108,7 @@ START_TEST(lc_window)
 	setup();
 	void *p = sefer_malloc(10 * MiB);
 	struct segment *seg = segment_of(p);
-	size_t usable = seg->size - large_block_offset(0);
+	size_t usable = large_room(seg, large_block_offset(0)); /* less a guard page */
 
 	sefer_free(p);
 	/* usable / 2 - 1 is below the window, usable / 2 is its low edge (usable is even) */
