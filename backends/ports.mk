@@ -21,7 +21,8 @@ port-test-cflags := -DSEFER_STATIC -D__USE_MINGW_ANSI_STDIO=1 \
 port-test-libs := -lpsapi
 else
 EXE :=
-port-test-srcs := $(srctree)/selftest/unit/test_process.c $(srctree)/selftest/unit/child.c
+port-test-srcs := $(srctree)/selftest/unit/test_process.c $(srctree)/selftest/unit/child.c \
+	$(srctree)/selftest/unit/test_hardening.c
 port-test-cflags :=
 port-test-libs :=
 endif

@@ -79,8 +79,9 @@ void process_init(void)
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
 		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
 	sefer_mark_key |= 1;	/* odd: a pending mark never equals a free mark (the address) */
-	if (IS_ENABLED(CONFIG_HARDENED) &&
-	    (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key))))
+	/* the seed of every heap's free-list shuffle (heap.c, page.c) */
+	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer_os.random_bytes ||
+	    !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key))))
 		sefer_shuffle_key = sefer_mark_key * 0x94d049bb133111ebULL ^ sefer_os.clock_ms();
 	policy_init_all();
 #ifndef _WIN32

@@ -99,7 +99,7 @@ static const struct {
 #ifdef _WIN32
 	{ "win32", win32_suite },
 #else
-	{ "process", process_suite },
+	{ "process", process_suite }, { "hardening", hardening_suite },
 #endif
 };
 
