@@ -132,11 +132,14 @@ bool large_guard_place(struct segment *seg, size_t off, size_t size)
 	uint8_t *guard = (uint8_t *)seg + end;
 
 	if (guard != seg->large_guard) {
-		/* the new guard first: on failure the old placement stands whole */
+		/* the new guard first, then lift the old one (it may lie inside the new block):
+		 * on failure the old placement stands whole */
 		if (!sefer_os.protect(guard, g, true))
 			return false;
-		if (seg->large_guard)
-			sefer_os.protect(seg->large_guard, g, false);
+		if (seg->large_guard && !sefer_os.protect(seg->large_guard, g, false)) {
+			sefer_os.protect(guard, g, false);
+			return false;
+		}
 		seg->large_guard = guard;
 	}
 #endif
