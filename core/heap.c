@@ -367,9 +367,7 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 		heap->segments = seg;
 	else
 		heap->full_segments = seg;
-	/* dirty slots keep their deadline, now on this heap's schedule */
-	if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
-		heap->next_purge = seg->purge_at;
+	heap_purge_at(heap, seg->purge_at); /* dirty slots keep their deadline, now this heap's */
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;
 		pg->flags = 0;

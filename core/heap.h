@@ -96,6 +96,13 @@ static always_inline struct heap *heap_get(void)
 #define heap_stat_call(h, field) ((void)(h))
 #endif
 
+/* Lower the heap's earliest purge deadline to `when` (0: nothing due). */
+static inline void heap_purge_at(struct heap *heap, uint64_t when)
+{
+	if (when && (!heap->next_purge || when < heap->next_purge))
+		heap->next_purge = when;
+}
+
 /* The heap stops owning seg (or keeps it but frees may no longer take the fast path). */
 static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
 {

@@ -15,9 +15,9 @@
  * heap that empties and refills a segment, or a thread generation that follows an exited
  * one, reuses warm memory instead of faulting it in again (and the purge's TLB shootdown is
  * saved). Spare and abandoned segments have no owner to purge them: their deadlines feed
- * sefer_purge_at, which every thread's slow path checks (global_purge_due), and the last
- * heap but one to exit purges them all at once (heap_abandon), so an idle process's RSS
- * still follows its live set.
+ * sefer_purge_at, which every thread's slow path checks (heap_purge_due, global_purge), and
+ * the last heap but one to exit purges them all at once (heap_abandon), so an idle process's
+ * RSS still follows its live set.
  *
  * Lock order: spare_lock is taken with no other lock held, or inside abandoned_lock.
  *
@@ -294,9 +294,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 		list_remove(&heap->cache, seg);
 		heap->ncache--;
 	} else if ((seg = spare_take(heap))) {
-		/* its deadline, if any, moves to this heap's purge schedule */
-		if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
-			heap->next_purge = seg->purge_at;
+		heap_purge_at(heap, seg->purge_at); /* its deadline moves to this heap */
 	} else {
 		seg = segment_map(heap, SEGMENT_SIZE, SEGMENT_SIZE, &node);
 		if (!seg)
@@ -406,8 +404,8 @@ void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool fo
 		return;
 	if (force || (seg->purge_at && now >= seg->purge_at))
 		purge_slots(seg, seg->dirty_pages);
-	else if (seg->purge_at && (!heap->next_purge || seg->purge_at < heap->next_purge))
-		heap->next_purge = seg->purge_at;
+	else
+		heap_purge_at(heap, seg->purge_at);
 }
 
 static void schedule_purge(struct heap *heap, struct segment *seg)
@@ -420,8 +418,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 	}
 	if (!seg->purge_at) {
 		seg->purge_at = sefer_os.clock_ms() + sefer_opt.purge_delay_ms;
-		if (!heap->next_purge || seg->purge_at < heap->next_purge)
-			heap->next_purge = seg->purge_at;
+		heap_purge_at(heap, seg->purge_at);
 	}
 }
 
