@@ -9,6 +9,7 @@
 #include "core/align.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/heaps.h"
 #include "core/init.h"
 
 static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t size)
@@ -88,6 +89,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	atomic_fetch_add_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	seg->large_heap = heap;
 	seg->large_zero = false;
+	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
 	if (zero && !is_zero)
@@ -95,7 +97,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	return seg->large_block;
 }
 
-void *calloc_checked(size_t n, size_t size)
+void *heap_calloc(struct heap *heap, size_t n, size_t size)
 {
 	size_t total;
 
@@ -103,7 +105,12 @@ void *calloc_checked(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return malloc_generic(total, heap_get(), true);
+	return malloc_generic(total, heap, true);
+}
+
+void *calloc_checked(size_t n, size_t size)
+{
+	return heap_calloc(heap_get(), n, size);
 }
 
 size_t usable_size_any(const void *p)
@@ -121,10 +128,23 @@ size_t usable_size_any(const void *p)
 	return pg->block_size - ((size_t)((const uint8_t *)p - pg->start) % pg->block_size);
 }
 
-void *realloc_any(void *p, size_t size)
+/* Is p (ours, not NULL) a block of heap? */
+static bool block_of_heap(struct heap *heap, const void *p)
+{
+	struct segment *seg = segment_of(p);
+	struct heap *owner;
+
+	if (!segtab_contains(seg) && !(seg = aligned_segment_of(p)))
+		return false;
+	owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
+	return owner == LARGE_OWNER ? seg->large_heap == heap : owner == heap;
+}
+
+/* realloc from heap; with any_heap a block of another heap may stay where it is. */
+static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, bool any_heap)
 {
 	if (!p)
-		return sefer_malloc_inline(size);
+		return heap_malloc_inline(heap, size);
 	if (size == 0) {
 		/* glibc's behaviour, which programs replacing it rely on: free and return NULL. */
 		sefer_free_inline(p);
@@ -138,15 +158,25 @@ void *realloc_any(void *p, size_t size)
 	size_t avail = usable_size_any(p);
 
 	/* In place when it fits and would not waste more than half the block. */
-	if (size <= avail && size >= avail / 2)
+	if (size <= avail && size >= avail / 2 && (any_heap || block_of_heap(heap, p)))
 		return p;
-	void *q = sefer_malloc_inline(size);
+	void *q = heap_malloc_inline(heap, size);
 
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < avail ? size : avail);
 	sefer_free_inline(p);
 	return q;
+}
+
+void *realloc_any(void *p, size_t size)
+{
+	return realloc_in(heap_get(), p, size, true);
+}
+
+void *heap_realloc(struct heap *heap, void *p, size_t size)
+{
+	return realloc_in(heap, p, size, false);
 }
 
 /*
@@ -157,10 +187,10 @@ void *realloc_any(void *p, size_t size)
  * placed at an aligned offset; every power of two up to MAX_ALIGN is served, from SEGMENT_SIZE
  * up by a reservation aligned to it (align.h).
  */
-void *aligned_any(size_t align, size_t size)
+void *heap_aligned(struct heap *heap, size_t align, size_t size)
 {
 	if (is_pow2(align) && align <= GRANULE)
-		return sefer_malloc_inline(size);
+		return heap_malloc_inline(heap, size);
 	if (!is_pow2(align) || align > MAX_ALIGN || size > PTRDIFF_MAX) {
 		errno = is_pow2(align) ? ENOMEM : EINVAL;
 		return NULL;
@@ -168,12 +198,15 @@ void *aligned_any(size_t align, size_t size)
 	size_t n = align_up(size ? size : 1, align);
 
 	if (n <= SMALL_MAX && align <= SPAGE_SIZE)
-		return sefer_malloc_inline(n);
-	struct heap *heap = heap_get();
-
+		return heap_malloc_inline(heap, n);
 	if (heap == &heap_empty && !(heap = heap_init_thread())) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return large_alloc(heap, size ? size : 1, align, false);
+}
+
+void *aligned_any(size_t align, size_t size)
+{
+	return heap_aligned(heap_get(), align, size);
 }

@@ -24,9 +24,15 @@ void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
 void *calloc_checked(size_t n, size_t size) SEFER_INTERNAL;
 void *realloc_any(void *p, size_t size) SEFER_INTERNAL;
 void *aligned_any(size_t align, size_t size) SEFER_INTERNAL;
+/* The same from a given heap of the calling thread (core/heaps.c); heap_realloc moves a block
+ * that is not heap's into it. */
+void *heap_calloc(struct heap *heap, size_t n, size_t size) SEFER_INTERNAL;
+void *heap_realloc(struct heap *heap, void *p, size_t size) SEFER_INTERNAL;
+void *heap_aligned(struct heap *heap, size_t align, size_t size) SEFER_INTERNAL;
 size_t usable_size_any(const void *p) SEFER_INTERNAL;
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero) SEFER_INTERNAL;
 void large_free(struct segment *seg, void *p) SEFER_INTERNAL;
+void large_release(struct segment *seg) SEFER_INTERNAL;
 extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
@@ -38,9 +44,9 @@ static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, s
 	return b;
 }
 
-static always_inline void *sefer_malloc_inline(size_t size)
+/* malloc from heap, the calling thread's (its default heap or one of its first-class ones). */
+static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 {
-	struct heap *heap = heap_get();
 	void *p = policy_small_alloc(heap, size);
 
 	if (p)
@@ -54,6 +60,11 @@ static always_inline void *sefer_malloc_inline(size_t size)
 		return malloc_slow(size, heap, false);
 	}
 	return malloc_generic(size, heap, false);
+}
+
+static always_inline void *sefer_malloc_inline(size_t size)
+{
+	return heap_malloc_inline(heap_get(), size);
 }
 
 static always_inline void sefer_free_inline(void *p)

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * sefer_check_heap(): the invariants of segment.h, checked by walking the registry. Segments
- * owned by the calling thread (or abandoned) are checked in full; those of other live threads
- * only in their immutable parts, since their owners change them meanwhile.
+ * owned by the calling thread (its default heap or its first-class heaps, or abandoned) are
+ * checked in full; those of other live threads only in their immutable parts, since their
+ * owners change them meanwhile.
  */
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/heaps.h"
 #include "sefer.h"
 
 struct check_ctx {
@@ -85,7 +87,7 @@ static void check_segment(struct sync_node *n, void *arg)
 		problem(c, "segment kind unknown", seg);
 		return;
 	}
-	if (owner != c->me && owner != NULL)
+	if (owner != c->me && owner != NULL && !heap_is_mine(owner, c->me))
 		return;
 	size_t used = 0;
 	struct page *pg;

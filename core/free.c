@@ -13,6 +13,7 @@
 #include "core/align.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/heaps.h"
 #include "core/init.h"
 #include "core/stats.h"
 
@@ -79,7 +80,14 @@ void large_free(struct segment *seg, void *p)
 	if (heap != &heap_empty)
 		heap_stat_call(heap, frees);
 	atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
-	if (policy_large_free(heap, seg))
+	if (heaps_large_untrack(seg)) /* else a visit of its heap finishes the free */
+		large_release(seg);
+}
+
+/* A freed large block's segment: to a policy's cache, or back to the OS. */
+void large_release(struct segment *seg)
+{
+	if (policy_large_free(heap_get(), seg))
 		return;
 	segment_release(seg);
 }
@@ -170,14 +178,17 @@ void free_slow(struct heap *heap, void *p)
 		large_free(seg, p);
 		return;
 	}
-	if (owner == heap) {
-		heap->owned[owned_slot(seg)] = seg; /* the next frees into seg take the fast path */
+	/* Ours: the default heap's (cached for the fast path), or one of this thread's
+	 * first-class heaps (core/heaps.c: a local free into that heap, never cached). */
+	if (owner == heap || heap_is_mine(owner, heap)) {
+		if (owner == heap)
+			heap->owned[owned_slot(seg)] = seg; /* the next frees take the fast path */
 		/* Local but not plain: a full page, or the live bit was already clear. */
 		if (!live_clear(seg, p)) {
 			report_bad_free(seg, p);
 			return;
 		}
-		free_local_block(heap, seg, pg, p);
+		free_local_block(owner, seg, pg, p);
 		return;
 	}
 	if (heap == &heap_empty && !(heap = heap_init_thread()))

@@ -2,9 +2,9 @@
 /*
  * Heaps: creation, thread exit (abandonment), adoption of abandoned segments, the heap pool.
  *
- * Lock order (outermost first): pool_lock -> abandoned_lock -> spare_lock (segment.c) ->
- * registry lock (sync.h).
- *   pool_lock       protects the pool of exited heaps and the list of all heaps.
+ * Lock order (outermost first): pool_lock -> every heap's fc.large_lock (fork handlers only,
+ * core/heaps.c) -> abandoned_lock -> spare_lock (segment.c) -> registry lock (sync.h).
+ *   pool_lock       protects the pool of exited and destroyed heaps and the list of all heaps.
  *   abandoned_lock  protects the abandoned-segment list (segments with owner == NULL).
  * A segment leaves the abandoned list only after a thread won the CAS owner NULL -> heap, so
  * exactly one thread adopts it. A purge of abandoned segments holds each one for its duration
@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/heaps.h"
 #include "core/init.h"
 #include "core/lock.h"
 #include "core/options.h"
@@ -38,7 +39,7 @@ static struct spinlock abandoned_lock = SPINLOCK_INIT;
 static struct segment *abandoned;
 static atomic_int heaps_live; /* heaps of running threads */
 
-static void heap_reset(struct heap *heap)
+void heap_reset(struct heap *heap)
 {
 	for (size_t i = 0; i < DIRECT_SLOTS; i++)
 		heap->direct[i] = &page_empty;
@@ -50,6 +51,13 @@ static void heap_reset(struct heap *heap)
 	heap->ncache = 0;
 	heap->next_purge = 0;
 	memset(&heap->policy, 0, sizeof(heap->policy));
+#if IS_ENABLED(CONFIG_HEAPS)
+	atomic_store_explicit(&heap->fc.home, NULL, memory_order_relaxed);
+	heap->fc.first_class = false;
+	heap->fc.children = heap->fc.next_child = heap->fc.prev_child = NULL;
+	heap->fc.large = NULL; /* large_lock is free here: it is never reset but in a fork child */
+	heap->fc.large_visiting = false;
+#endif
 }
 
 /*
@@ -81,13 +89,11 @@ static void heap_thread_exit(void *arg)
 		heap_abandon(heap);
 }
 
-struct heap *heap_init_thread(void)
+/* A heap struct from the pool of exited threads' and destroyed heaps, or newly mapped. */
+struct heap *heap_struct_get(void)
 {
 	struct heap *heap;
 
-	process_init();
-	if (sefer_heap != &heap_empty)
-		return sefer_heap; /* made while process_init() ran (recursive allocation) */
 	spin_lock(&pool_lock);
 	heap = heap_pool;
 	if (heap)
@@ -105,22 +111,44 @@ struct heap *heap_init_thread(void)
 		spin_unlock(&pool_lock);
 		stat_add(&sefer_gstats.threads, NULL, 1);
 	}
+	return heap;
+}
+
+/* Back to the pool (heap_reset() done): structs are never unmapped (free.c reads them). */
+void heap_struct_put(struct heap *heap)
+{
+	spin_lock(&pool_lock);
+	heap->next_free = heap_pool;
+	heap_pool = heap;
+	spin_unlock(&pool_lock);
+}
+
+/* A heap from the pool made ready for its owner, the calling thread. */
+void heap_setup(struct heap *heap)
+{
 	heap_reset(heap);
 	heap_shuffle_seed(heap);
 	heap->tid = sefer_os.thread_id();
 	heap->live = true;
+}
+
+struct heap *heap_init_thread(void)
+{
+	struct heap *heap;
+
+	process_init();
+	if (sefer_heap != &heap_empty)
+		return sefer_heap; /* made while process_init() ran (recursive allocation) */
+	heap = heap_struct_get();
+	if (!heap)
+		return NULL;
+	heap_setup(heap);
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
 	sefer_heap = heap;
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
 	sefer_os.thread_exit_hook(heap_thread_exit, heap);
 	return heap;
 }
-
-/* Every span head of a small segment. */
-#define for_each_span(seg, pg, idx)                                                          \
-	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;                                 \
-	     idx += (seg)->pages[idx].span ? (seg)->pages[idx].span : 1)                       \
-		if (((pg) = &(seg)->pages[idx])->span)
 
 static void segment_mark_never(struct segment *seg)
 {
@@ -260,6 +288,8 @@ void heap_abandon(struct heap *heap)
 {
 	struct segment *lists[2] = { heap->segments, heap->full_segments };
 
+	/* 0. The thread's first-class heaps lose their owner (core/heaps.c). */
+	heaps_orphan_children(heap);
 	/* 1. No pusher may link a page into our delayed list any more. */
 	for (int l = 0; l < 2; l++)
 		for (struct segment *seg = lists[l]; seg; seg = seg->next)
@@ -285,10 +315,7 @@ void heap_abandon(struct heap *heap)
 	abandon_segments(heap, heap->full_segments, now);
 	heap_reset(heap);
 	sefer_heap = &heap_empty;
-	spin_lock(&pool_lock);
-	heap->next_free = heap_pool;
-	heap_pool = heap;
-	spin_unlock(&pool_lock);
+	heap_struct_put(heap);
 	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps
 	 * kept. Every heap puts its segments on the lists above before this decrement, so the
 	 * one that takes the count to 1 or 0 purges all of them. */
@@ -397,9 +424,12 @@ void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 	spin_unlock(&pool_lock);
 }
 
+/* Lock order: pool_lock -> every first-class heap's large_lock -> abandoned_lock -> ... */
 void heap_fork_prepare(void)
 {
 	spin_lock(&pool_lock);
+	for (struct heap *h = heap_all; h; h = h->next_all)
+		heaps_fork_prepare(h);
 	spin_lock(&abandoned_lock);
 	spare_fork_prepare();
 }
@@ -408,6 +438,8 @@ void heap_fork_parent(void)
 {
 	spare_fork_parent();
 	spin_unlock(&abandoned_lock);
+	for (struct heap *h = heap_all; h; h = h->next_all)
+		heaps_fork_parent(h);
 	spin_unlock(&pool_lock);
 }
 
@@ -415,6 +447,8 @@ void heap_fork_child(void)
 {
 	spare_fork_child();
 	spin_reset(&abandoned_lock);
+	for (struct heap *h = heap_all; h; h = h->next_all)
+		heaps_fork_child(h);
 	spin_reset(&pool_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer_heap != &heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */

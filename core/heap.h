@@ -11,11 +11,16 @@
  * thread free). Heap structs are never unmapped: at thread exit a heap is abandoned (its
  * segments handed to the abandoned list) and the struct goes to a pool for the next thread.
  *
- * Lock order (outermost first): heap_pool_lock -> abandoned_lock -> spare_lock -> registry lock.
+ * First-class heaps (CONFIG_HEAPS, core/heaps.c) are the same struct, made by sefer_heap_new()
+ * for the calling thread; struct heap_fc below holds what they add.
+ *
+ * Lock order (outermost first): heap_pool_lock -> heap->fc.large_lock (fork only) ->
+ * abandoned_lock -> spare_lock -> registry lock.
  */
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H
 
+#include "core/lock.h"
 #include "core/policy.h"
 #include "core/segment.h"
 
@@ -46,6 +51,22 @@ static always_inline size_t owned_slot(const void *p)
 	return ((uintptr_t)p >> SEGMENT_SHIFT) & (OWNED_SLOTS - 1);
 }
 
+/*
+ * What a first-class heap (sefer_heap_new, core/heaps.c) adds to a heap. A thread's default
+ * heap has first_class false and home NULL. home is the default heap of the thread that owns
+ * a first-class heap, NULL once that thread exited (orphaned), or a marker while it is visited
+ * or destroyed: "home == the caller's default heap" is the ownership test, one compare.
+ */
+struct heap_fc {
+	_Atomic(struct heap *) home;
+	bool first_class;
+	struct heap *children;			/* default heap: its thread's first-class heaps */
+	struct heap *next_child, *prev_child;	/* first-class heap: link in home->children */
+	struct spinlock large_lock;		/* protects large, large_visiting, seg->large_tracked */
+	struct segment *large;			/* live large blocks' segments (next/prev links) */
+	bool large_visiting;			/* frees of large blocks are left to the visitor */
+};
+
 struct heap {
 	struct segment *owned[OWNED_SLOTS]; /* owned-segment cache (free fast path): line 0 */
 	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
@@ -64,6 +85,9 @@ struct heap {
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
 #if IS_ENABLED(CONFIG_HARDENED)
 	uint64_t shuffle; /* free-list shuffle generator state (page.c), owner-only */
+#endif
+#if IS_ENABLED(CONFIG_HEAPS)
+	struct heap_fc fc; /* first-class heap state (core/heaps.c) */
 #endif
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
@@ -110,8 +134,18 @@ static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
 		heap->owned[owned_slot(seg)] = OWNED_NONE;
 }
 
+/* Every span head of a small segment. */
+#define for_each_span(seg, pg, idx)                                                          \
+	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;                                 \
+	     idx += (seg)->pages[idx].span ? (seg)->pages[idx].span : 1)                       \
+		if (((pg) = &(seg)->pages[idx])->span)
+
 /* heap.c */
 struct heap *heap_init_thread(void) SEFER_INTERNAL;
+struct heap *heap_struct_get(void) SEFER_INTERNAL;
+void heap_struct_put(struct heap *heap) SEFER_INTERNAL;
+void heap_setup(struct heap *heap) SEFER_INTERNAL;
+void heap_reset(struct heap *heap) SEFER_INTERNAL;
 void heap_abandon(struct heap *heap) SEFER_INTERNAL;
 bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;

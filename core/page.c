@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/heaps.h"
 #include "core/lock.h"
 #include "core/options.h"
 #include "sefer/os.h"
@@ -415,7 +416,7 @@ retry:
 	if (IS_ENABLED(CONFIG_DECOMMIT) &&
 	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
 		heap_purge_due(heap, false);
-	if (!reclaimed && !heap_has_span_space(heap, bin_span_pages(bin))) {
+	if (!reclaimed && heap_reclaims(heap) && !heap_has_span_space(heap, bin_span_pages(bin))) {
 		reclaimed = true;
 		if (abandoned_reclaim(heap, bin))
 			goto retry;

@@ -568,3 +568,28 @@ void span_free(struct heap *heap, struct page *pg)
 	}
 	schedule_purge(heap, seg);
 }
+
+/*
+ * A destroyed first-class heap gives up seg with every block in it (core/heaps.c): its spans
+ * become free dirty slots, their live-map bytes cleared (a later free of one of the blocks
+ * finds a clear byte and is reported), and seg a spare for any heap, or it is unmapped at once
+ * when SPARE_MAX are kept already (then nothing needs resetting). seg is off heap's lists.
+ */
+void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
+{
+	struct page *pg;
+
+	heap_owned_forget(heap, seg);
+	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
+		segment_release(seg);
+		return;
+	}
+	for_each_span(seg, pg, idx) {
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+		memset((void *)live_byte(seg, pg->start), 0,
+		       ((size_t)pg->reserved * pg->block_size) >> GRANULE_SHIFT);
+#endif
+		span_free_slots(seg, pg);
+	}
+	spare_put(seg, now);
+}

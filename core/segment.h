@@ -113,6 +113,9 @@ struct segment {
 	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
 	bool large_zero;
+#if IS_ENABLED(CONFIG_HEAPS)
+	uint8_t large_tracked; /* on large_heap's list of live large blocks (core/heaps.c) */
+#endif
 #if IS_ENABLED(CONFIG_GUARD_PAGES)
 	uint8_t *large_guard; /* the inaccessible page right after the block, or NULL */
 #endif
@@ -373,6 +376,7 @@ void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
 void span_free_slots(struct segment *seg, struct page *pg) SEFER_INTERNAL;
+void segment_drop(struct heap *heap, struct segment *seg, uint64_t now) SEFER_INTERNAL;
 void segment_spare(struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 uint64_t segment_deadline(struct segment *seg, uint64_t now) SEFER_INTERNAL;
 void purge_dirty(struct segment *seg) SEFER_INTERNAL;

@@ -33,6 +33,7 @@ SEFER_API void sefer_stats_get(struct sefer_stats *st)
 	st->abandoned = G(abandoned);
 	st->reclaimed = G(reclaimed);
 	st->threads = G(threads);
+	st->heaps = G(heaps);
 #undef G
 }
 
@@ -58,9 +59,10 @@ SEFER_API void sefer_stats_print(void)
 		      (unsigned long long)st.committed >> 10,
 		      (unsigned long long)st.committed_peak >> 10,
 		      (unsigned long long)st.purged >> 10);
-	sefer_message("stats: heaps %llu, abandoned segments %llu, reclaimed %llu",
-		      (unsigned long long)st.threads, (unsigned long long)st.abandoned,
-		      (unsigned long long)st.reclaimed);
+	sefer_message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
+		      "reclaimed %llu",
+		      (unsigned long long)st.threads, (unsigned long long)st.heaps,
+		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed);
 	policy_print_stats_all();
 }
 

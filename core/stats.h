@@ -16,6 +16,7 @@ struct global_stats {
 	atomic_llong purged;
 	atomic_llong abandoned, reclaimed;
 	atomic_llong threads;
+	atomic_llong heaps; /* first-class heaps alive */
 };
 
 extern struct global_stats sefer_gstats SEFER_INTERNAL;

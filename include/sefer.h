@@ -71,7 +71,8 @@ struct sefer_stats {
 	uint64_t purged;	  /* bytes handed back to the OS while staying mapped */
 	uint64_t abandoned;	  /* segments left by exited threads, still live */
 	uint64_t reclaimed;	  /* abandoned segments adopted by another thread */
-	uint64_t threads;	  /* heaps created */
+	uint64_t threads;	  /* heaps created (thread and first-class heaps' structs mapped) */
+	uint64_t heaps;		  /* first-class heaps (sefer_heap_new) alive now */
 };
 
 /* Fill *st with process-wide counters (heaps of live and exited threads included). */
@@ -96,6 +97,33 @@ SEFER_API void sefer_thread_done(void);
  * the heap is sound. Other threads may keep allocating; their pages are checked loosely.
  */
 SEFER_API size_t sefer_check_heap(void);
+
+/*
+ * First-class heaps (CONFIG_HEAPS, Documentation/heaps.rst). A heap belongs to the thread that
+ * made it: only that thread allocates from, visits, collects or destroys it (another thread's
+ * call is reported as a misuse and returns NULL / does nothing). Any thread frees its blocks
+ * with sefer_free (free). When the owner exits, the heap is orphaned: its blocks stay valid
+ * and freeable, and any one thread may then destroy it.
+ */
+struct sefer_heap;
+SEFER_API struct sefer_heap *sefer_heap_new(void);
+/* Frees every block still in h at once (pages and segments in bulk); h is gone. */
+SEFER_API void sefer_heap_destroy(struct sefer_heap *h);
+SEFER_API void *sefer_heap_malloc(struct sefer_heap *h, size_t size);
+SEFER_API void *sefer_heap_calloc(struct sefer_heap *h, size_t n, size_t size);
+/* The result is a block of h: a block of another heap is moved into h, never kept. */
+SEFER_API void *sefer_heap_realloc(struct sefer_heap *h, void *p, size_t size);
+SEFER_API void *sefer_heap_aligned_alloc(struct sefer_heap *h, size_t align, size_t size);
+/*
+ * Call fn(block, usable size, arg) once for every live block of h, small and large, after
+ * collecting the frees other threads completed before the call; stop when fn returns false.
+ * Returns false if fn stopped the walk, true if every block was seen. fn may free blocks of h
+ * but must not allocate from, collect, visit or destroy h.
+ */
+SEFER_API bool sefer_heap_visit(struct sefer_heap *h,
+				bool (*fn)(void *block, size_t usable, void *arg), void *arg);
+/* sefer_collect() for h: collect frees, release empty pages, purge (all with force). */
+SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force);
 
 /* "sefer MAJOR.MINOR.PATCH" of the library in use (which may be newer than this header). */
 SEFER_API const char *sefer_version(void);

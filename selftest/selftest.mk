@@ -202,7 +202,8 @@ ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-fastpath
 endif
 check-fastpath: $(shared-lib)
-	$(Q)bash $(srctree)/selftest/fastpath/check-fastpath.sh $(shared-lib)
+	$(Q)FASTPATH_EXTRA="$(if $(filter y,$(CONFIG_HEAPS)),sefer_heap_malloc)" \
+		bash $(srctree)/selftest/fastpath/check-fastpath.sh $(shared-lib)
 
 # ---- make run: the main job of the quick start
 run: all

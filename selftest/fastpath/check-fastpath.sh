@@ -3,12 +3,14 @@
 # The malloc and free fast paths take no lock, no atomic read-modify-write and no indirect call:
 # disassemble the exported functions and fail on a lock prefix, xchg, cmpxchg, an indirect call
 # or jump, or any call at all (slow paths are reached by direct tail jumps).
-#   check-fastpath.sh LIBSEFER.so [OBJDUMP]
+#   [FASTPATH_EXTRA="fn ..."] check-fastpath.sh LIBSEFER.so [OBJDUMP]
 set -u
 lib=$1
 objdump=${2:-objdump}
 pass=0 fail=0
-for fn in malloc free sefer_malloc sefer_free; do
+# FASTPATH_EXTRA names more functions held to the same rules: sefer_heap_malloc with
+# CONFIG_HEAPS (malloc's fast path from a given heap after one owner compare).
+for fn in malloc free sefer_malloc sefer_free ${FASTPATH_EXTRA:-}; do
 	body=$($objdump -d --no-show-raw-insn "$lib" | awk -v f="<$fn>:" '$2 == f {p = 1; next} p && /^$/ {exit} p')
 	n=$(printf '%s\n' "$body" | grep -c .)
 	bad=$(printf '%s\n' "$body" | grep -E '\block\b|xchg[a-z]* +[^,]*\(|xchg[a-z]* +.*,.*\(|cmpxchg|call|jmpq? +\*' || true)

@@ -16,7 +16,7 @@ static const struct {
 	{ "large_cache", large_cache_suite }, { "numa", numa_suite },
 	{ "decommit", decommit_suite }, { "fastbin", fastbin_suite },
 	{ "pages", pages_suite },	{ "generations", generations_suite },
-	{ "hardening", hardening_suite },
+	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 };
 
 int main(int argc, char **argv)

@@ -21,6 +21,7 @@ Suite *fastbin_suite(void);
 Suite *pages_suite(void);
 Suite *generations_suite(void);
 Suite *hardening_suite(void);
+Suite *heaps_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * First-class heaps (CONFIG_HEAPS, core/heaps.c): the hooks the core calls. With the option
+ * off they are static inline no-ops and a heap is always a thread's default heap.
+ */
+#ifndef SEFER_CORE_HEAPS_H
+#define SEFER_CORE_HEAPS_H
+
+#include "core/heap.h"
+
+#if IS_ENABLED(CONFIG_HEAPS)
+/* seg->large_tracked, under the heap's large_lock */
+enum large_track {
+	LARGE_UNTRACKED = 0,	 /* a default heap's block, or taken off the list by destroy */
+	LARGE_TRACKED = 1,	 /* on large_heap's list */
+	LARGE_FREE_DEFERRED = 2, /* freed while the heap was visited: the visitor releases it */
+};
+
+void heaps_orphan_children(struct heap *home) SEFER_INTERNAL;
+void heaps_large_add(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
+bool heaps_large_remove(struct segment *seg) SEFER_INTERNAL;
+
+/* May heap adopt abandoned segments? Not a first-class heap: destroy frees what it owns. */
+static inline bool heap_reclaims(const struct heap *heap)
+{
+	return !heap->fc.first_class;
+}
+
+/* Is owner (a small segment's owner field) a first-class heap of the thread whose default
+ * heap is me? Any thread; owner may be NULL or HELD_OWNER. */
+static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
+{
+	return (uintptr_t)owner > (uintptr_t)HELD_OWNER &&
+	       atomic_load_explicit(&((struct heap *)owner)->fc.home, memory_order_relaxed) == me;
+}
+
+/* large_alloc: a first-class heap keeps a list of its large blocks (visit, destroy). */
+static inline void heaps_large_track(struct heap *heap, struct segment *seg)
+{
+	if (heap->fc.first_class)
+		heaps_large_add(heap, seg);
+	else
+		seg->large_tracked = LARGE_UNTRACKED;
+}
+
+/*
+ * large_free, after the block was marked free: take seg off its heap's list. False when a
+ * visit of the heap runs: the visitor finishes the free when it is done (heaps.c).
+ */
+static inline bool heaps_large_untrack(struct segment *seg)
+{
+	return !seg->large_tracked || heaps_large_remove(seg);
+}
+
+/* Every heap's, first-class or not (the flag may change meanwhile: the lock is cheap). */
+static inline void heaps_fork_prepare(struct heap *h)
+{
+	spin_lock(&h->fc.large_lock);
+}
+
+static inline void heaps_fork_parent(struct heap *h)
+{
+	spin_unlock(&h->fc.large_lock);
+}
+
+static inline void heaps_fork_child(struct heap *h)
+{
+	spin_reset(&h->fc.large_lock);
+}
+#else
+static inline void heaps_orphan_children(struct heap *home)
+{
+	(void)home;
+}
+
+static inline bool heap_reclaims(const struct heap *heap)
+{
+	(void)heap;
+	return true;
+}
+
+static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
+{
+	(void)owner, (void)me;
+	return false;
+}
+
+static inline void heaps_large_track(struct heap *heap, struct segment *seg)
+{
+	(void)heap, (void)seg;
+}
+
+static inline bool heaps_large_untrack(struct segment *seg)
+{
+	(void)seg;
+	return true;
+}
+
+static inline void heaps_fork_prepare(struct heap *h)
+{
+	(void)h;
+}
+
+static inline void heaps_fork_parent(struct heap *h)
+{
+	(void)h;
+}
+
+static inline void heaps_fork_child(struct heap *h)
+{
+	(void)h;
+}
+#endif
+
+#endif

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+/*
+ * First-class heaps (core/heaps.c, Documentation/heaps.rst): allocation calls, visit, collect,
+ * destroy with pending cross-thread frees, bounded memory over many rounds, owner exit, many
+ * heaps per thread, misuse reports. Empty with CONFIG_HEAPS=n.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/options.h"
+#include "unit.h"
+
+#if IS_ENABLED(CONFIG_HEAPS)
+
+#define LARGE (256 << 10) /* above the largest small class (128 KiB) */
+
+/* ---- a set of pointers the visitor fills ---- */
+struct seen {
+	void **p;
+	size_t *usable;
+	size_t n, cap, stop_after;
+};
+
+static bool record(void *block, size_t usable, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->p = realloc(s->p, s->cap * sizeof(*s->p));
+		s->usable = realloc(s->usable, s->cap * sizeof(*s->usable));
+	}
+	s->p[s->n] = block;
+	s->usable[s->n] = usable;
+	s->n++;
+	return !s->stop_after || s->n < s->stop_after;
+}
+
+static void seen_free(struct seen *s)
+{
+	free(s->p);
+	free(s->usable);
+	memset(s, 0, sizeof(*s));
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Does the visit of h see exactly the n pointers in want (in any order)? */
+static void expect_visit(struct sefer_heap *h, void **want, size_t n)
+{
+	struct seen s = { 0 };
+	void **w = malloc((n ? n : 1) * sizeof(*w));
+
+	ck_assert(sefer_heap_visit(h, record, &s));
+	ck_assert_uint_eq(s.n, n);
+	memcpy(w, want, n * sizeof(*w));
+	qsort(w, n, sizeof(*w), cmp_ptr);
+	qsort(s.p, s.n, sizeof(*s.p), cmp_ptr);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_ptr_eq(s.p[i], w[i]);
+	free(w);
+	seen_free(&s);
+}
+
+static size_t live_heaps(void)
+{
+	struct sefer_stats st;
+
+	sefer_stats_get(&st);
+	return st.heaps;
+}
+
+START_TEST(new_malloc_free_destroy)
+{
+	size_t before = live_heaps();
+	struct sefer_heap *h = sefer_heap_new();
+	void *p[64];
+
+	ck_assert_ptr_nonnull(h);
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(live_heaps(), before + 1);
+	for (int i = 0; i < 64; i++) {
+		p[i] = sefer_heap_malloc(h, (size_t)(i + 1) * 24);
+		ck_assert_ptr_nonnull(p[i]);
+		memset(p[i], i, (size_t)(i + 1) * 24);
+		ck_assert_uint_ge(sefer_usable_size(p[i]), (size_t)(i + 1) * 24);
+	}
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (int i = 0; i < 64; i += 2)
+		sefer_free(p[i]);
+	for (int i = 1; i < 64; i += 2)
+		for (size_t k = 0; k < (size_t)(i + 1) * 24; k++)
+			ck_assert_uint_eq(((unsigned char *)p[i])[k], (unsigned)i);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_heap_destroy(h);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(live_heaps(), before);
+	sefer_heap_destroy(NULL); /* like free(NULL) */
+}
+END_TEST
+
+START_TEST(owner_frees_are_local)
+{
+	/* The owner thread's frees into its own first-class heap are local frees, not pushed
+	 * like another thread's (free.c: heap_is_mine). */
+	struct sefer_heap *h = sefer_heap_new();
+	struct sefer_stats st0, st1;
+	void *p[1000];
+
+	for (int i = 0; i < 1000; i++)
+		p[i] = sefer_heap_malloc(h, 48);
+	sefer_stats_get(&st0);
+	for (int i = 0; i < 1000; i++)
+		sefer_free(p[i]);
+	sefer_stats_get(&st1);
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(st1.xthread_frees, st0.xthread_frees);
+	/* and the blocks are reused by the next allocations from h */
+	static void *q[1000];
+	size_t reused = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		q[i] = sefer_heap_malloc(h, 48);
+		for (int k = 0; k < 1000; k++)
+			reused += q[i] == p[k];
+	}
+	ck_assert_uint_ge(reused, 900);
+	expect_visit(h, q, 1000);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(calloc_zeroes)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	size_t sizes[] = { 16, 100, 1000, 5000, 70000, LARGE, 3 << 20 };
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		unsigned char *p = sefer_heap_malloc(h, n), *q;
+
+		memset(p, 0xa5, n);
+		sefer_free(p);
+		q = sefer_heap_calloc(h, 1, n);
+		ck_assert_ptr_nonnull(q);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_msg(q[i] == 0, "byte %zu of %zu not zero", i, n);
+		sefer_free(q);
+	}
+	errno = 0;
+	ck_assert_ptr_null(sefer_heap_calloc(h, SIZE_MAX / 2, 3));
+	ck_assert_int_eq(errno, ENOMEM);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(realloc_within_and_across)
+{
+	struct sefer_heap *a = sefer_heap_new(), *b = sefer_heap_new();
+	unsigned char *p = sefer_heap_realloc(a, NULL, 10), *q;
+	size_t n = 10;
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)i;
+	/* grow through small, medium and large sizes, then shrink: contents kept */
+	for (size_t to = 100; to <= (2u << 20); to *= 4) {
+		p = sefer_heap_realloc(a, p, to);
+		ck_assert_ptr_nonnull(p);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_uint_eq(p[i], (unsigned char)i);
+		for (size_t i = n; i < to; i++)
+			p[i] = (unsigned char)i;
+		n = to;
+	}
+	p = sefer_heap_realloc(a, p, 50);
+	for (size_t i = 0; i < 50; i++)
+		ck_assert_uint_eq(p[i], (unsigned char)i);
+	expect_visit(a, (void **)&p, 1);
+	/* across heaps: the block moves into b even where it would fit in place */
+	q = sefer_heap_realloc(b, p, 40);
+	ck_assert_ptr_ne(q, p);
+	for (size_t i = 0; i < 40; i++)
+		ck_assert_uint_eq(q[i], (unsigned char)i);
+	expect_visit(a, NULL, 0);
+	expect_visit(b, (void **)&q, 1);
+	/* in place within its own heap */
+	ck_assert_ptr_eq(sefer_heap_realloc(b, q, 33), q);
+	/* from the default heap into b, and from b to the default heap */
+	p = sefer_malloc(64);
+	memset(p, 7, 64);
+	p = sefer_heap_realloc(b, p, 64);
+	ck_assert_uint_eq(p[63], 7);
+	void *both[2] = { q, p };
+
+	expect_visit(b, both, 2);
+	p = sefer_realloc(p, 64); /* the default heap keeps any block in place */
+	ck_assert_ptr_eq(sefer_heap_realloc(b, q, 0), NULL); /* frees */
+	expect_visit(b, (void **)&p, 1);
+	sefer_heap_destroy(a);
+	sefer_heap_destroy(b);
+}
+END_TEST
+
+START_TEST(aligned_alloc_alignments)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	void *p[32];
+	size_t n = 0;
+
+	for (size_t a = 8; a <= ((size_t)8 << 20); a *= 2) {
+		size_t size = a < 4096 ? 24 : a / 2 + 8;
+
+		p[n] = sefer_heap_aligned_alloc(h, a, size);
+		ck_assert_msg(p[n] && ((uintptr_t)p[n] & (a - 1)) == 0, "align %zu: %p", a, p[n]);
+		memset(p[n], 1, size);
+		n++;
+	}
+	errno = 0;
+	ck_assert_ptr_null(sefer_heap_aligned_alloc(h, 24, 10));
+	ck_assert_int_eq(errno, EINVAL);
+	expect_visit(h, p, n);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(visit_sees_live_set)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	enum { N = 3000, NL = 12 };
+	static void *p[N + NL];
+	void *live[N + NL];
+	size_t nlive = 0;
+	unsigned seed = 12345;
+
+	for (size_t i = 0; i < N; i++)
+		p[i] = sefer_heap_malloc(h, 1 + (rand_r(&seed) % 2000));
+	for (size_t i = 0; i < NL; i++)
+		p[N + i] = sefer_heap_malloc(h, LARGE + i * 100000);
+	for (size_t i = 0; i < N + NL; i++) {
+		if (rand_r(&seed) % 3 == 0)
+			sefer_free(p[i]);
+		else
+			live[nlive++] = p[i];
+	}
+	expect_visit(h, live, nlive);
+	/* usable sizes are what sefer_usable_size says */
+	struct seen s = { 0 };
+
+	ck_assert(sefer_heap_visit(h, record, &s));
+	for (size_t i = 0; i < s.n; i++)
+		ck_assert_uint_eq(s.usable[i], sefer_usable_size(s.p[i]));
+	seen_free(&s);
+	/* fn returning false stops the walk */
+	s.stop_after = 10;
+	ck_assert(!sefer_heap_visit(h, record, &s));
+	ck_assert_uint_eq(s.n, 10);
+	seen_free(&s);
+	/* the default heap's blocks are never in it */
+	void *d = sefer_malloc(100);
+
+	expect_visit(h, live, nlive);
+	sefer_free(d);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+/* fn frees every block it is given (small and large): the frees are safe during the walk */
+static bool free_it(void *block, size_t usable, void *arg)
+{
+	(void)usable;
+	++*(size_t *)arg;
+	sefer_free(block);
+	return true;
+}
+
+START_TEST(visit_fn_may_free)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	size_t n = 0;
+
+	for (int i = 0; i < 500; i++)
+		sefer_heap_malloc(h, (size_t)(i % 40) * 30 + 1);
+	for (int i = 0; i < 5; i++)
+		sefer_heap_malloc(h, LARGE);
+	ck_assert(sefer_heap_visit(h, free_it, &n));
+	ck_assert_uint_eq(n, 505);
+	expect_visit(h, NULL, 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+START_TEST(collect_gives_back)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	struct sefer_stats st0, st1;
+	static void *p[20000];
+
+	for (int i = 0; i < 20000; i++)
+		p[i] = sefer_heap_malloc(h, 512);
+	sefer_stats_get(&st0);
+	for (int i = 0; i < 20000; i++)
+		sefer_free(p[i]);
+	sefer_heap_collect(h, true);
+	sefer_stats_get(&st1);
+	expect_visit(h, NULL, 0);
+	/* 10 MB of blocks freed: the pages went back (purged or unmapped) */
+	if (IS_ENABLED(CONFIG_STATS) && IS_ENABLED(CONFIG_DECOMMIT))
+		ck_assert_msg(st1.committed + (8u << 20) < st0.committed, "committed %llu -> %llu",
+			      (unsigned long long)st0.committed, (unsigned long long)st1.committed);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
+/* ---- cross-thread frees, then destroy ---- */
+struct xfree {
+	void **p;
+	size_t from, to;
+};
+
+static void *xfree_run(void *arg)
+{
+	struct xfree *x = arg;
+
+	for (size_t i = x->from; i < x->to; i++)
+		sefer_free(x->p[i]);
+	return NULL;
+}
+
+static void xthread_then_destroy(bool collect_first)
+{
+	enum { N = 8000, T = 3 };
+	static void *p[N];
+	struct sefer_heap *h = sefer_heap_new();
+	struct sefer_stats st0, st1;
+	pthread_t t[T];
+	struct xfree x[T];
+
+	sefer_stats_get(&st0);
+	for (size_t i = 0; i < N; i++)
+		p[i] = sefer_heap_malloc(h, i % 7 == 0 ? LARGE : 16 + (i % 50) * 16);
+	/* threads free the first 3/4; the owner keeps the rest live */
+	for (int k = 0; k < T; k++) {
+		x[k] = (struct xfree){ p, (size_t)k * N / 4, (size_t)(k + 1) * N / 4 };
+		pthread_create(&t[k], NULL, xfree_run, &x[k]);
+	}
+	for (int k = 0; k < T; k++)
+		pthread_join(t[k], NULL);
+	if (collect_first) {
+		expect_visit(h, p + 3 * N / 4, N - 3 * N / 4);
+		sefer_heap_collect(h, false);
+	}
+	/* else every remote free of a small block is still pending in an xthread list */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_heap_destroy(h);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_stats_get(&st1);
+	if (IS_ENABLED(CONFIG_STATS)) {
+		ck_assert_uint_ge(st1.xthread_frees - st0.xthread_frees, 3 * N / 4 * 6 / 7 - 10);
+		/* the heap's segments went to the spares or the OS: at most a few stay mapped */
+		ck_assert_msg(st1.segments <= st0.segments + 16, "segments %llu -> %llu",
+			      (unsigned long long)st0.segments, (unsigned long long)st1.segments);
+	}
+	/* the memory is good for the next heap */
+	h = sefer_heap_new();
+	for (size_t i = 0; i < N; i++)
+		p[i] = sefer_heap_malloc(h, 16 + (i % 50) * 16);
+	expect_visit(h, p, N);
+	sefer_heap_destroy(h);
+}
+
+START_TEST(xthread_frees_then_destroy)
+{
+	xthread_then_destroy(true);
+}
+END_TEST
+
+START_TEST(destroy_with_pending_xthread_frees)
+{
+	xthread_then_destroy(false);
+}
+END_TEST
+
+START_TEST(bounded_over_rounds)
+{
+	struct sefer_stats st;
+	uint64_t max_segments = 0, max_committed = 0, base;
+	enum { ROUNDS = 2000 };
+
+	sefer_stats_get(&st);
+	base = st.committed;
+	uint64_t heaps0 = st.heaps;
+
+	for (int r = 0; r < ROUNDS; r++) {
+		struct sefer_heap *h = sefer_heap_new();
+
+		for (int i = 0; i < 300; i++)
+			sefer_heap_malloc(h, 16 + (size_t)((i * 37 + r) % 3000));
+		if (r % 4 == 0)
+			sefer_heap_malloc(h, LARGE + (size_t)r * 64);
+		sefer_heap_destroy(h);
+		sefer_stats_get(&st);
+		if (st.segments > max_segments)
+			max_segments = st.segments;
+		if (st.committed > max_committed)
+			max_committed = st.committed;
+	}
+	if (IS_ENABLED(CONFIG_STATS)) {
+		/* one round needs about two segments; the spares hold at most SPARE_MAX */
+		ck_assert_msg(max_segments < 48, "segments reached %llu",
+			      (unsigned long long)max_segments);
+		ck_assert_msg(max_committed < base + ((uint64_t)96 << 20),
+			      "committed reached %llu MiB (from %llu MiB)",
+			      (unsigned long long)max_committed >> 20, (unsigned long long)base >> 20);
+		ck_assert_uint_eq(st.heaps, heaps0);
+	}
+}
+END_TEST
+
+/* ---- owner exit: the heap is orphaned, its blocks stay valid, another thread destroys it ---- */
+struct orphan {
+	struct sefer_heap *h;
+	void *p[200];
+};
+
+static void *make_and_exit(void *arg)
+{
+	struct orphan *o = arg;
+
+	o->h = sefer_heap_new();
+	for (int i = 0; i < 200; i++) {
+		o->p[i] = sefer_heap_malloc(o->h, i % 20 == 0 ? LARGE : 32 + (size_t)i * 8);
+		memset(o->p[i], 0x3c, 32);
+	}
+	return NULL;
+}
+
+static void orphan_case(bool visit_misuse)
+{
+	struct orphan o;
+	pthread_t t;
+
+	pthread_create(&t, NULL, make_and_exit, &o);
+	pthread_join(t, NULL);
+	for (int i = 0; i < 200; i++)
+		ck_assert_uint_eq(((unsigned char *)o.p[i])[31], 0x3c);
+	for (int i = 0; i < 200; i += 2)
+		sefer_free(o.p[i]); /* freeable from any thread */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	if (visit_misuse) {
+		/* the orphan serves no allocation: reported, NULL (SEFER_ON_ERROR=warn) */
+		enum on_error was = sefer_opt.on_error;
+
+		sefer_opt.on_error = ON_ERROR_WARN;
+		errno = 0;
+		ck_assert_ptr_null(sefer_heap_malloc(o.h, 10));
+		ck_assert_int_eq(errno, EPERM);
+		sefer_opt.on_error = was;
+	}
+	sefer_heap_destroy(o.h);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+
+START_TEST(owner_exit_orphans)
+{
+	orphan_case(false);
+}
+END_TEST
+
+/* ---- many heaps per thread ---- */
+START_TEST(many_heaps)
+{
+	enum { H = 64, B = 200 };
+	struct sefer_heap *h[H];
+	static void *p[H][B];
+	unsigned seed = 7;
+	size_t before = live_heaps();
+
+	for (int i = 0; i < H; i++)
+		ck_assert_ptr_nonnull(h[i] = sefer_heap_new());
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(live_heaps(), before + H);
+	for (int b = 0; b < B; b++)
+		for (int i = 0; i < H; i++) {
+			p[i][b] = sefer_heap_malloc(h[i], 8 + (rand_r(&seed) % 600));
+			*(int *)p[i][b] = i;
+		}
+	for (int i = 0; i < H; i++) {
+		for (int b = 0; b < B; b++)
+			ck_assert_int_eq(*(int *)p[i][b], i);
+		expect_visit(h[i], p[i], B);
+	}
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	/* destroy in a scattered order */
+	for (int k = 0; k < H; k++)
+		sefer_heap_destroy(h[(k * 37) % H]);
+	if (IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(live_heaps(), before);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/* ---- misuse: reported (SEFER_ON_ERROR=warn here), never followed ---- */
+static char *capture_begin(int *saved, FILE **f)
+{
+	fflush(stderr);
+	*f = tmpfile();
+	*saved = dup(2);
+	dup2(fileno(*f), 2);
+	return NULL;
+}
+
+static void capture_end(int saved, FILE *f, char *buf, size_t len)
+{
+	size_t n;
+
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+static void *malloc_on(void *arg)
+{
+	return sefer_heap_malloc(arg, 32);
+}
+
+static bool visit_mallocs(void *block, size_t usable, void *arg)
+{
+	(void)block, (void)usable;
+	*(void **)arg = sefer_heap_malloc(*(struct sefer_heap **)arg, 16);
+	return false;
+}
+
+START_TEST(misuse_reported)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	enum on_error was = sefer_opt.on_error;
+	char out[2048];
+	int saved;
+	FILE *f;
+	pthread_t t;
+	void *r = (void *)1, *arg = h;
+
+	sefer_heap_malloc(h, 8);
+	sefer_opt.on_error = ON_ERROR_WARN;
+	capture_begin(&saved, &f);
+	/* another thread allocates from h */
+	pthread_create(&t, NULL, malloc_on, h);
+	pthread_join(t, &r);
+	/* fn allocates from the heap it visits */
+	sefer_heap_visit(h, visit_mallocs, &arg);
+	capture_end(saved, f, out, sizeof(out));
+	ck_assert_ptr_null(r);
+	ck_assert_ptr_null(arg);
+	ck_assert_msg(strstr(out, "heap misuse") && strstr(out, "does not own the heap"), "%s", out);
+	ck_assert_msg(strstr(out, "inside sefer_heap_visit"), "%s", out);
+	/* a destroyed heap: every call is a misuse, the free of an old block an invalid free */
+	void *p = sefer_heap_malloc(h, 64);
+
+	sefer_heap_destroy(h);
+	capture_begin(&saved, &f);
+	errno = 0;
+	r = sefer_heap_malloc(h, 8);
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		sefer_free(p);
+	capture_end(saved, f, out, sizeof(out));
+	sefer_opt.on_error = was;
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(out, "not a live heap"), "%s", out);
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		ck_assert_msg(strstr(out, "invalid free"), "%s", out);
+	orphan_case(true);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+Suite *heaps_suite(void)
+{
+	Suite *s = suite_create("heaps");
+	TCase *tc = tcase_create("heaps");
+
+	tcase_add_test(tc, new_malloc_free_destroy);
+	tcase_add_test(tc, owner_frees_are_local);
+	tcase_add_test(tc, calloc_zeroes);
+	tcase_add_test(tc, realloc_within_and_across);
+	tcase_add_test(tc, aligned_alloc_alignments);
+	tcase_add_test(tc, visit_sees_live_set);
+	tcase_add_test(tc, visit_fn_may_free);
+	tcase_add_test(tc, collect_gives_back);
+	tcase_add_test(tc, xthread_frees_then_destroy);
+	tcase_add_test(tc, destroy_with_pending_xthread_frees);
+	tcase_add_test(tc, bounded_over_rounds);
+	tcase_add_test(tc, owner_exit_orphans);
+	tcase_add_test(tc, many_heaps);
+	tcase_add_test(tc, misuse_reported);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+#else
+
+Suite *heaps_suite(void)
+{
+	return suite_create("heaps"); /* CONFIG_HEAPS=n: nothing to test */
+}
+
+#endif
