@@ -363,6 +363,7 @@ Run, benchmarks and measurements:
   bench-headline    - Steady churn and larson at 1 and 2 threads (~30 s)
   bench-progs       - Build the benchmark programs only
   bench-persist     - The persist benchmark against PMDK
+  bench-heaps       - First-class heaps against the thread's heap (Documentation/heaps.rst)
   policies-measure  - The numbers in Documentation/policies/
   decommit-measure  - RSS curves of rss_curve under glibc, mimalloc and sefer
 

@@ -51,3 +51,15 @@ bench-headline: all $(addprefix $(objtree)/bench/,steady larson)
 	$(Q)$(BENCH_RUN) --headline
 
 .PHONY: bench bench-headline bench-progs
+
+# First-class heaps against the thread's own heap (Documentation/heaps.rst): churn, allocation
+# alone, and giving a million live blocks back by free against sefer_heap_destroy. Calls the
+# sefer_* API, so it links libsefer.a instead of being preloaded.
+heaps-cost-bin := $(objtree)/bench/heaps-cost
+$(heaps-cost-bin): $(srctree)/bench/heaps_cost.c $(static-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -I$(srctree)/include -o $@ $< $(static-lib) $(LDLIBS)
+bench-heaps: $(heaps-cost-bin)
+	$(Q)$(heaps-cost-bin)
+.PHONY: bench-heaps

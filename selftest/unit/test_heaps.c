@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -513,6 +514,41 @@ START_TEST(many_heaps)
 }
 END_TEST
 
+/* ---- fork: the forking thread's heaps work in the child (its fork handlers reset the locks) ---- */
+START_TEST(fork_child_uses_heap)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	void *small = sefer_heap_malloc(h, 100), *large = sefer_heap_malloc(h, LARGE);
+	pid_t pid;
+	int status = -1;
+
+	pid = fork();
+	if (pid == 0) {
+		void *q = sefer_heap_malloc(h, 200), *l2 = sefer_heap_malloc(h, LARGE);
+		void *want[3] = { small, q, l2 };
+		struct seen s = { 0 };
+		int bad = 0;
+
+		sefer_free(large);
+		sefer_heap_visit(h, record, &s);
+		qsort(want, 3, sizeof(*want), cmp_ptr);
+		qsort(s.p, s.n, sizeof(*s.p), cmp_ptr);
+		bad |= s.n != 3;
+		for (size_t i = 0; !bad && i < 3; i++)
+			bad |= s.p[i] != want[i];
+		sefer_heap_destroy(h);
+		_exit(bad || sefer_check_heap() ? 1 : 0);
+	}
+	ck_assert_int_gt(pid, 0);
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	void *both[2] = { small, large };
+
+	expect_visit(h, both, 2);
+	sefer_heap_destroy(h);
+}
+END_TEST
+
 /* ---- misuse: reported (SEFER_ON_ERROR=warn here), never followed ---- */
 static char *capture_begin(int *saved, FILE **f)
 {
@@ -585,7 +621,10 @@ START_TEST(misuse_reported)
 	ck_assert_msg(strstr(out, "not a live heap"), "%s", out);
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		ck_assert_msg(strstr(out, "invalid free"), "%s", out);
+	capture_begin(&saved, &f);
 	orphan_case(true);
+	capture_end(saved, f, out, sizeof(out));
+	ck_assert_msg(strstr(out, "thread exited"), "%s", out);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
@@ -608,6 +647,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, bounded_over_rounds);
 	tcase_add_test(tc, owner_exit_orphans);
 	tcase_add_test(tc, many_heaps);
+	tcase_add_test(tc, fork_child_uses_heap);
 	tcase_add_test(tc, misuse_reported);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
