@@ -62,7 +62,7 @@ struct heap_fc {
 	bool first_class;
 	struct heap *children;			/* default heap: its thread's first-class heaps */
 	struct heap *next_child, *prev_child;	/* first-class heap: link in home->children */
-	struct spinlock large_lock;		/* protects large, large_visiting, seg->large_tracked */
+	struct spinlock large_lock;		/* large, large_visiting, seg->large_tracked */
 	struct segment *large;			/* live large blocks' segments (next/prev links) */
 	bool large_visiting;			/* frees of large blocks are left to the visitor */
 };

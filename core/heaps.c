@@ -60,7 +60,8 @@ static always_inline bool heap_owned_here(struct heap *heap)
 
 static __cold noinline void *heap_misuse(struct heap *heap, const char *call)
 {
-	struct heap *home = heap ? atomic_load_explicit(&heap->fc.home, memory_order_relaxed) : NULL;
+	struct heap *home =
+		heap ? atomic_load_explicit(&heap->fc.home, memory_order_relaxed) : NULL;
 	const char *why = !heap ? "no heap (NULL)"
 			  : !heap->fc.first_class ? "not a live heap (destroyed, or never made)"
 			  : home == HOME_VISITING ? "inside sefer_heap_visit of the same heap"
@@ -204,7 +205,8 @@ static void destroy_large(struct heap *heap)
 		seg->large_tracked = LARGE_UNTRACKED;
 		/* a free that won the exchange releases the segment itself */
 		if (atomic_exchange_explicit(&seg->large_live, 0, memory_order_relaxed)) {
-			atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&sefer_large_live, seg->size,
+						  memory_order_relaxed);
 			seg->next = mine;
 			mine = seg;
 		}
@@ -362,9 +364,9 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 		heap_misuse(heap, "sefer_heap_destroy");
 		return;
 	}
-	if (me == &heap_empty || !atomic_compare_exchange_strong_explicit(
-					 &heap->fc.home, &expect, HOME_DYING,
-					 memory_order_relaxed, memory_order_relaxed)) {
+	if (me == &heap_empty ||
+	    !atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, HOME_DYING,
+						     memory_order_relaxed, memory_order_relaxed)) {
 		/* An orphan: acquire pairs with the release store of NULL at its thread's exit,
 		 * so every write the owner made to the heap is seen here. */
 		expect = NULL;
