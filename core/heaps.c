@@ -60,10 +60,8 @@ static always_inline bool heap_owned_here(struct heap *heap)
 
 static __cold noinline void *heap_misuse(struct heap *heap, const char *call)
 {
-	struct heap *home =
-		heap ? atomic_load_explicit(&heap->fc.home, memory_order_relaxed) : NULL;
-	const char *why = !heap ? "no heap (NULL)"
-			  : !heap->fc.first_class ? "not a live heap (destroyed, or never made)"
+	struct heap *home = atomic_load_explicit(&heap->fc.home, memory_order_relaxed);
+	const char *why = !heap->fc.first_class ? "not a live heap (destroyed, or never made)"
 			  : home == HOME_VISITING ? "inside sefer_heap_visit of the same heap"
 			  : home == HOME_DYING	  ? "the heap is being destroyed"
 			  : !home ? "the heap's thread exited: only sefer_heap_destroy is allowed"

@@ -331,6 +331,29 @@ START_TEST(collect_gives_back)
 }
 END_TEST
 
+START_TEST(large_cache_per_heap)
+{
+	/* large_cache works per heap: the owner's free of h's large block goes back to h's
+	 * cache (handed back, since the freeing call runs on the default heap), h's next large
+	 * request reuses it, and destroy gives the cached segment back to the OS. */
+	struct sefer_heap *h = sefer_heap_new();
+	struct sefer_stats st0, st1;
+	void *a = sefer_heap_malloc(h, 1 << 20), *b;
+
+	sefer_free(a);
+	b = sefer_heap_malloc(h, 1 << 20);
+	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE))
+		ck_assert_ptr_eq(b, a);
+	sefer_free(b);
+	expect_visit(h, NULL, 0);
+	sefer_stats_get(&st0);
+	sefer_heap_destroy(h);
+	sefer_stats_get(&st1);
+	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) && IS_ENABLED(CONFIG_STATS))
+		ck_assert_uint_eq(st1.segments + 1, st0.segments);
+}
+END_TEST
+
 /* ---- cross-thread frees, then destroy ---- */
 struct xfree {
 	void **p;
@@ -649,6 +672,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, visit_sees_live_set);
 	tcase_add_test(tc, visit_fn_may_free);
 	tcase_add_test(tc, collect_gives_back);
+	tcase_add_test(tc, large_cache_per_heap);
 	tcase_add_test(tc, xthread_frees_then_destroy);
 	tcase_add_test(tc, destroy_with_pending_xthread_frees);
 	tcase_add_test(tc, bounded_over_rounds);
