@@ -22,7 +22,7 @@ port-test-libs := -lpsapi
 else
 EXE :=
 port-test-srcs := $(srctree)/selftest/unit/test_process.c $(srctree)/selftest/unit/child.c \
-	$(srctree)/selftest/unit/test_hardening.c
+	$(srctree)/selftest/unit/test_hardening.c $(srctree)/selftest/unit/test_heaps.c
 port-test-cflags :=
 port-test-libs :=
 endif

@@ -100,6 +100,7 @@ static const struct {
 	{ "win32", win32_suite },
 #else
 	{ "process", process_suite }, { "hardening", hardening_suite },
+	{ "heaps", heaps_suite },
 #endif
 };
 

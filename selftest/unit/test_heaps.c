@@ -568,7 +568,7 @@ START_TEST(fork_child_uses_heap)
 		sefer_heap_destroy(h);
 		_exit(bad || sefer_check_heap() ? 1 : 0);
 	}
-	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(pid > 0, "fork failed");
 	waitpid(pid, &status, 0);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 	void *both[2] = { small, large };
