@@ -4,7 +4,8 @@
  *   1. alloc/free churn: rounds of 1000 allocations of 16..256 bytes then their frees, through
  *      sefer_malloc/sefer_free and through sefer_heap_malloc/sefer_free;
  *   2. allocation alone: N blocks of 32 bytes through each;
- *   3. giving N live 32-byte blocks back: sefer_free one by one against sefer_heap_destroy.
+ *   3. giving N live 32-byte blocks back: sefer_free one by one against sefer_heap_destroy;
+ *   4. the life of a small heap: sefer_heap_new, 10 allocations of 64 bytes, destroy.
  * Linked with libsefer.a (make bench-heaps). Prints ns per operation; the best of 5 runs.
  *   heaps-cost [N]   (default N = 1000000)
  */
@@ -46,16 +47,16 @@ static double churn(struct sefer_heap *h, size_t rounds)
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
-	double best[6];
+	double best[7];
 
 	ptrs = malloc(n * sizeof(*ptrs));
 	if (!ptrs)
 		return 1;
-	for (int k = 0; k < 6; k++)
+	for (int k = 0; k < 7; k++)
 		best[k] = 1e30;
 	for (int run = 0; run < RUNS; run++) {
 		struct sefer_heap *h = sefer_heap_new();
-		double t, v[6];
+		double t, v[7];
 
 		v[0] = churn(NULL, n / ROUND);
 		v[1] = churn(h, n / ROUND);
@@ -76,7 +77,17 @@ int main(int argc, char **argv)
 		t = now_ns();
 		sefer_heap_destroy(h);
 		v[5] = (now_ns() - t) / 1e6;
-		for (int k = 0; k < 6; k++)
+
+		t = now_ns();
+		for (int i = 0; i < 10000; i++) {
+			struct sefer_heap *s = sefer_heap_new();
+
+			for (int k = 0; k < 10; k++)
+				sefer_heap_malloc(s, 64);
+			sefer_heap_destroy(s);
+		}
+		v[6] = (now_ns() - t) / 10000;
+		for (int k = 0; k < 7; k++)
 			if (v[k] < best[k])
 				best[k] = v[k];
 	}
@@ -86,6 +97,7 @@ int main(int argc, char **argv)
 	       best[2], best[3]);
 	printf("giving back %zu x 32 B:          free one by one %.2f ms, heap_destroy %.2f ms\n",
 	       n, best[4], best[5]);
+	printf("a small heap's life (new, 10 x 64 B, destroy): %.0f ns\n", best[6]);
 	free(ptrs);
 	return 0;
 }
