@@ -51,13 +51,7 @@ void heap_reset(struct heap *heap)
 	heap->ncache = 0;
 	heap->next_purge = 0;
 	memset(&heap->policy, 0, sizeof(heap->policy));
-#if IS_ENABLED(CONFIG_HEAPS)
-	atomic_store_explicit(&heap->fc.home, NULL, memory_order_relaxed);
-	heap->fc.first_class = false;
-	heap->fc.children = heap->fc.next_child = heap->fc.prev_child = NULL;
-	heap->fc.large = NULL; /* large_lock is free here: it is never reset but in a fork child */
-	heap->fc.large_visiting = false;
-#endif
+	heaps_reset(heap);
 }
 
 /*

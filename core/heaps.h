@@ -20,6 +20,16 @@ void heaps_orphan_children(struct heap *home) SEFER_INTERNAL;
 void heaps_large_add(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool heaps_large_remove(struct segment *seg) SEFER_INTERNAL;
 
+/* A heap struct made ready for reuse (heap_reset): not first-class, no owner, no children. */
+static inline void heaps_reset(struct heap *heap)
+{
+	atomic_store_explicit(&heap->fc.home, NULL, memory_order_relaxed);
+	heap->fc.first_class = false;
+	heap->fc.children = heap->fc.next_child = heap->fc.prev_child = NULL;
+	heap->fc.large = NULL; /* large_lock is free here: it is never reset but in a fork child */
+	heap->fc.large_visiting = false;
+}
+
 /* May heap adopt abandoned segments? Not a first-class heap: destroy frees what it owns. */
 static inline bool heap_reclaims(const struct heap *heap)
 {
@@ -68,6 +78,11 @@ static inline void heaps_fork_child(struct heap *h)
 	spin_reset(&h->fc.large_lock);
 }
 #else
+static inline void heaps_reset(struct heap *heap)
+{
+	(void)heap;
+}
+
 static inline void heaps_orphan_children(struct heap *home)
 {
 	(void)home;

@@ -585,10 +585,7 @@ void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
 		return;
 	}
 	for_each_span(seg, pg, idx) {
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-		memset((void *)live_byte(seg, pg->start), 0,
-		       ((size_t)pg->reserved * pg->block_size) >> GRANULE_SHIFT);
-#endif
+		live_clear_range(seg, pg->start, (size_t)pg->reserved * pg->block_size);
 		span_free_slots(seg, pg);
 	}
 	spare_put(seg, now);

@@ -280,6 +280,16 @@ static always_inline bool live_clear(struct segment *seg, const void *p)
 	return true;
 }
 
+/* Owner-only: clear the bytes of `bytes` bytes of blocks from p (a span given up whole). */
+static inline void live_clear_range(struct segment *seg, const void *p, size_t bytes)
+{
+#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
+	__builtin_memset((void *)live_byte(seg, p), 0, bytes >> GRANULE_SHIFT);
+#else
+	(void)seg, (void)p, (void)bytes;
+#endif
+}
+
 /* Any thread: is the byte set now (a racy hint for cross-thread frees). */
 static inline bool live_test(struct segment *seg, const void *p)
 {
