@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -411,6 +412,66 @@ static void xthread_then_destroy(bool collect_first)
 	sefer_heap_destroy(h);
 }
 
+/*
+ * fn asks sefer about every block it is given, which reads the block's segment header: a large
+ * block freed meanwhile must still be mapped (its release waits for the visit to end). Not the
+ * block's contents: reading memory another thread is freeing is the program's data race.
+ */
+static bool touch(void *block, size_t usable, void *arg)
+{
+	*(unsigned long *)arg += sefer_usable_size(block) == usable;
+	return true;
+}
+
+struct slow_free {
+	void **p;
+	size_t n;
+	atomic_int done;
+};
+
+static void *free_slowly(void *arg)
+{
+	struct slow_free *f = arg;
+
+	for (size_t i = 0; i < f->n; i++) {
+		sefer_free(f->p[i]);
+		if (i % 64 == 0)
+			sched_yield();
+	}
+	atomic_store(&f->done, 1);
+	return NULL;
+}
+
+START_TEST(visit_while_others_free)
+{
+	/* Another thread frees small and large blocks of h while its owner visits h again and
+	 * again: large frees are left to the visitor meanwhile (LARGE_FREE_DEFERRED), small ones
+	 * pushed; every visit is memory-safe and once the frees are done h is empty. */
+	enum { N = 4000 };
+	static void *p[N];
+	struct sefer_heap *h = sefer_heap_new();
+	struct slow_free f = { p, N, 0 };
+	unsigned long sum = 0;
+	int visits = 0;
+	pthread_t t;
+
+	for (size_t i = 0; i < N; i++) {
+		p[i] = sefer_heap_malloc(h, i % 40 == 0 ? LARGE + (i % 3) * 4096 : 16 + (i % 64) * 8);
+		memset(p[i], 1, 16);
+	}
+	pthread_create(&t, NULL, free_slowly, &f);
+	while (!atomic_load(&f.done) || visits < 3) {
+		sefer_heap_visit(h, touch, &sum);
+		visits++;
+	}
+	pthread_join(t, NULL);
+	expect_visit(h, NULL, 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_heap_destroy(h);
+	ck_assert_uint_gt(sum, 0);
+}
+END_TEST
+
 START_TEST(xthread_frees_then_destroy)
 {
 	xthread_then_destroy(true);
@@ -673,6 +734,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, visit_fn_may_free);
 	tcase_add_test(tc, collect_gives_back);
 	tcase_add_test(tc, large_cache_per_heap);
+	tcase_add_test(tc, visit_while_others_free);
 	tcase_add_test(tc, xthread_frees_then_destroy);
 	tcase_add_test(tc, destroy_with_pending_xthread_frees);
 	tcase_add_test(tc, bounded_over_rounds);
