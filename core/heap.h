@@ -87,7 +87,9 @@ struct heap {
 	uint64_t shuffle; /* free-list shuffle generator state (page.c), owner-only */
 #endif
 #if IS_ENABLED(CONFIG_HEAPS)
-	struct heap_fc fc; /* first-class heap state (core/heaps.c) */
+	/* first-class heap state (core/heaps.c); its own line: every cross-thread free reads
+	 * fc.home (heap_is_mine), which must not share a line the owner writes on its paths */
+	struct heap_fc fc cacheline_aligned;
 #endif
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
