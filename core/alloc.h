@@ -86,7 +86,7 @@ static always_inline void sefer_free_inline(void *p)
 			block_set_next(b, pg->local_free);
 			pg->local_free = b;
 			if (unlikely(--pg->used == 0))
-				page_retire(heap, pg);
+				page_emptied(pg); /* into seg's owner (heap, or a first-class heap) */
 			return;
 		}
 	}

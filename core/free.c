@@ -178,10 +178,13 @@ void free_slow(struct heap *heap, void *p)
 		large_free(seg, p);
 		return;
 	}
-	/* Ours: the default heap's (cached for the fast path), or one of this thread's
-	 * first-class heaps (core/heaps.c: a local free into that heap, never cached). */
+	/* Ours: the default heap's, or one of this thread's first-class heaps' (core/heaps.c: a
+	 * local free into that heap). Either is cached for the fast path, which frees into seg's
+	 * page and retires an emptied page into seg's owner (page_emptied); a first-class heap's
+	 * not with a policy that keeps freed blocks in the caller's heap (they would change
+	 * heaps). */
 	if (owner == heap || heap_is_mine(owner, heap)) {
-		if (owner == heap)
+		if (owner == heap || !policy_keeps_small_blocks())
 			heap->owned[owned_slot(seg)] = seg; /* the next frees take the fast path */
 		/* Local but not plain: a full page, or the live bit was already clear. */
 		if (!live_clear(seg, p)) {

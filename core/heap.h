@@ -36,7 +36,7 @@ struct heap_stats {
 
 /*
  * The owned-segment cache: heap->owned[owned_slot(p)] is OWNED_NONE or a small segment this
- * heap owns (owner == heap). The free fast path compares segment_of(p) with that one entry:
+ * heap owns (owner == heap), or one of its thread's first-class heaps owns (core/heaps.c). The free fast path compares segment_of(p) with that one entry:
  * a match proves p's segment is mapped and the caller's, which the segment table and the
  * owner field would otherwise prove in two dependent loads and ten instructions. Filled by
  * free_slow() when it finds the caller owns the segment; an entry is dropped before its heap
@@ -129,11 +129,19 @@ static inline void heap_purge_at(struct heap *heap, uint64_t when)
 		heap->next_purge = when;
 }
 
-/* The heap stops owning seg (or keeps it but frees may no longer take the fast path). */
+/*
+ * The heap stops owning seg (or keeps it but frees may no longer take the fast path). The
+ * calling thread's default heap may cache a segment of one of the thread's first-class heaps
+ * (core/heaps.c): that entry goes too (heap_empty caches nothing, so is never written).
+ */
 static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
 {
+	struct heap *me = heap_get();
+
 	if (heap->owned[owned_slot(seg)] == seg)
 		heap->owned[owned_slot(seg)] = OWNED_NONE;
+	if (me->owned[owned_slot(seg)] == seg)
+		me->owned[owned_slot(seg)] = OWNED_NONE;
 }
 
 /* Every span head of a small segment. */
@@ -166,6 +174,7 @@ struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_collect(struct page *pg) SEFER_INTERNAL;
 bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
 void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
+void page_emptied(struct page *pg) SEFER_INTERNAL noinline;
 bool page_queue_usable(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;

@@ -354,6 +354,15 @@ void page_retire(struct heap *heap, struct page *pg)
 }
 
 /*
+ * The free fast path emptied pg, a page of the caller's default heap or, through the owned-
+ * segment cache, of one of the thread's first-class heaps: retire it in its owner.
+ */
+void page_emptied(struct page *pg)
+{
+	page_retire(atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed), pg);
+}
+
+/*
  * Purge what is due: this heap's segments (and its cached empty ones), then the spare and
  * abandoned segments of exited heaps when the global deadline has passed. All with force.
  */
