@@ -283,12 +283,14 @@ include $(srctree)/selftest/selftest.mk
 -include $(srctree)/Documentation/man/man.mk
 -include $(srctree)/scripts/install.mk
 -include $(srctree)/selftest/dropin/dropin.mk
+-include $(srctree)/scripts/amalgamation.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
 		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll \
 		$(objtree)/sefer-pstore $(objtree)/ptmp $(objtree)/man $(objtree)/sefer.pc \
-		$(objtree)/check-install $(objtree)/dropin-hardened
+		$(objtree)/check-install $(objtree)/dropin-hardened $(objtree)/amalgamation \
+		$(objtree)/amalg-unit $(objtree)/amalg-vendor
 distclean:
 	$(Q)rm -rf $(objtree)
 
@@ -320,6 +322,8 @@ Build targets:
   persist-bins      - The persist test program, sefer-pstore and the persist benchmark
   decommit-tools    - selftest/decommit/rss_curve, the decommit measuring program
   ldlibs            - Print the libraries a static link of libsefer.a needs
+  amalgamation      - $(O)/amalgamation/sefer.c and sefer.h: the configured library in two
+                      files to copy into another project (Documentation/vendoring.rst)
 
 Install targets (scripts/install.mk; Linux builds only):
   install           - Libraries, sefer.pc, headers, sefer-pstore and man pages under PREFIX
@@ -346,6 +350,9 @@ Test targets (make check runs every group this configuration enables):
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
   check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
   malloc-fuzz       - Build the malloc fuzzer (build/mfuzz/malloc-fuzz) without running it
+  check-amalgamation
+                    - The amalgamation compiled alone (gcc, clang -Werror), the unit suite
+                      linked with it, SEFER_STATIC_ALL checked with nm (also vendor_defconfig)
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call
   check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments

@@ -28,8 +28,14 @@
 #else
 #define __sefer_printf(f, a) __attribute__((format(printf, f, a)))
 #endif
-#ifdef _WIN32
-#define SEFER_INTERNAL /* PE has no ELF visibility: only dllexport'ed symbols leave the DLL */
+/*
+ * SEFER_INTERNAL marks a function or object other files of the library use and programs must
+ * not: hidden from the shared library's symbol table. PE has no ELF visibility (only
+ * dllexport'ed symbols leave the DLL); under SEFER_STATIC_ALL the amalgamation makes these
+ * static instead (scripts/amalgamate.py, Documentation/vendoring.rst).
+ */
+#if defined(_WIN32) || defined(SEFER_STATIC_ALL)
+#define SEFER_INTERNAL
 #else
 #define SEFER_INTERNAL __attribute__((visibility("hidden")))
 #endif

@@ -19,7 +19,13 @@ extern "C" {
 #define SEFER_VERSION_MINOR 1
 #define SEFER_VERSION_PATCH 0
 
-#if defined(_WIN32) && !defined(SEFER_STATIC)
+/*
+ * SEFER_STATIC_API: only for a program that #includes the amalgamated sefer.c with
+ * SEFER_STATIC_ALL (Documentation/vendoring.rst); the API becomes static there too.
+ */
+#if defined(SEFER_STATIC_API)
+#define SEFER_API static __attribute__((__unused__))
+#elif defined(_WIN32) && !defined(SEFER_STATIC)
 #ifdef SEFER_BUILD
 #define SEFER_API __declspec(dllexport)
 #else

@@ -123,7 +123,7 @@ static void tree_free(struct node *n)
 }
 
 /* Reads done: take the best fit or extend the tail. */
-static int take(struct palloc *pa, uint64_t need, uint64_t *bp)
+static int bt_take(struct palloc *pa, uint64_t need, uint64_t *bp)
 {
 	struct node *n = lower_bound(T(pa), need);
 
@@ -174,8 +174,8 @@ static int neighbours(struct palloc *pa, uint64_t b, uint64_t size, uint64_t *pr
 	return 0;
 }
 
-static int give(struct palloc *pa, uint64_t b, uint64_t size, uint64_t pb, uint64_t ps,
-		uint64_t ns)
+static int bt_give(struct palloc *pa, uint64_t b, uint64_t size, uint64_t pb, uint64_t ps,
+		   uint64_t ns)
 {
 	if (ns)
 		tree_remove(T(pa), ns, b + size);
@@ -210,7 +210,7 @@ static int bt_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 	if (size > (1ULL << 46))
 		return -ENOMEM;
 	pstore_tx_begin(pa->s);
-	r = take(pa, pt_round(size), &b);
+	r = bt_take(pa, pt_round(size), &b);
 	if (r)
 		return fail(pa, r);
 	*off = b + 8;
@@ -230,7 +230,7 @@ static int bt_free(struct palloc *pa, uint64_t off)
 		pstore_tx_abort(pa->s);
 		return r;
 	}
-	r = give(pa, b, pb_size(v), pb, ps, ns);
+	r = bt_give(pa, b, pb_size(v), pb, ps, ns);
 	return r ? fail(pa, r) : pa_commit(pa);
 }
 
@@ -289,14 +289,14 @@ static int bt_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 		pstore_tx_abort(pa->s);
 		return tmp ? -EIO : -ENOMEM;
 	}
-	r = take(pa, need, &nb);
+	r = bt_take(pa, need, &nb);
 	if (!r) {
 		pstore_tx_blob(pa->s, nb + 8, tmp, keep);
-		/* take() may have carved the new block out of a free neighbour: look again. */
+		/* bt_take() may have carved the new block out of a free neighbour: look again. */
 		r = neighbours(pa, b, bs, &pb, &ps, &ns);
 	}
 	if (!r)
-		r = give(pa, b, bs, pb, ps, ns);
+		r = bt_give(pa, b, bs, pb, ps, ns);
 	free(tmp);
 	if (r)
 		return fail(pa, r);

@@ -57,7 +57,7 @@ static void unlink_blk(struct palloc *pa, uint64_t prev, uint64_t next)
 		pa_put_word(pa, next + 8, prev);
 }
 
-static int take(struct palloc *pa, uint64_t need, uint64_t *bp)
+static int ff_take(struct palloc *pa, uint64_t need, uint64_t *bp)
 {
 	uint64_t v, p, n;
 	int r;
@@ -105,7 +105,7 @@ static int take(struct palloc *pa, uint64_t need, uint64_t *bp)
 }
 
 /* Free block b of `size`: merge with free neighbours, give back at the tail, else push. */
-static int give(struct palloc *pa, uint64_t b, uint64_t size)
+static int ff_give(struct palloc *pa, uint64_t b, uint64_t size)
 {
 	uint64_t v, p, n, pb;
 	int r;
@@ -174,7 +174,7 @@ static int ff_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 
 	if (size > (1ULL << 46))
 		return -ENOMEM;
-	r = FF_OP(pa, take(pa, pt_round(size), &b));
+	r = FF_OP(pa, ff_take(pa, pt_round(size), &b));
 	*off = b + 8;
 	return r;
 }
@@ -184,7 +184,7 @@ static int do_free(struct palloc *pa, uint64_t off)
 	uint64_t b, v;
 	int r = pt_user_block(pa, off, &b, &v);
 
-	return r ? r : give(pa, b, pb_size(v));
+	return r ? r : ff_give(pa, b, pb_size(v));
 }
 
 static int ff_free(struct palloc *pa, uint64_t off)
@@ -223,7 +223,7 @@ static int do_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 		unlink_blk(pa, p, n);
 		if (total - need >= PT_MIN) {
 			pt_set(pa, b, need, true);
-			return give(pa, b + need, total - need);
+			return ff_give(pa, b + need, total - need);
 		}
 		pt_set(pa, b, total, true);
 		return 0;
@@ -238,10 +238,10 @@ static int do_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 		return -ENOMEM;
 	r = pstore_read_tx(pa->s, off, tmp, keep);
 	if (!r)
-		r = take(pa, need, &nb);
+		r = ff_take(pa, need, &nb);
 	if (!r) {
 		pstore_tx_blob(pa->s, nb + 8, tmp, keep);
-		r = give(pa, b, bs);
+		r = ff_give(pa, b, bs);
 		*newoff = nb + 8;
 	}
 	free(tmp);

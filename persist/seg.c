@@ -127,7 +127,7 @@ static void push(struct palloc *pa, uint64_t b, uint64_t size)
  * Find a block of at least `need` bytes (reads only), then take it (appends to the open
  * record and changes memory only after every read succeeded).
  */
-static int take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
+static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
 {
 	unsigned c = seg_class(need);
 	uint64_t b, v, next;
@@ -197,7 +197,7 @@ static int take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
 }
 
 /* Give a free block back: the tail shrinks if it is the last block, else push. */
-static void give(struct palloc *pa, uint64_t b, uint64_t size)
+static void seg_give(struct palloc *pa, uint64_t b, uint64_t size)
 {
 	if (b + size == pa->tail) {
 		pa->tail = b;
@@ -223,7 +223,7 @@ static int seg_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 	if (size > (1ULL << 46))
 		return -ENOMEM;
 	pstore_tx_begin(pa->s);
-	r = take(pa, need_of(size), &b, &bs);
+	r = seg_take(pa, need_of(size), &b, &bs);
 	if (r) {
 		pstore_tx_abort(pa->s);
 		return r;
@@ -242,7 +242,7 @@ static int seg_free(struct palloc *pa, uint64_t off)
 	if (!(v & PB_USED))
 		return -EINVAL;		/* double free */
 	pstore_tx_begin(pa->s);
-	give(pa, b, pb_size(v));
+	seg_give(pa, b, pb_size(v));
 	return pa_commit(pa);
 }
 
@@ -285,12 +285,12 @@ static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t 
 	r = pstore_read(pa->s, off, tmp, keep);
 	if (!r) {
 		pstore_tx_begin(pa->s);
-		r = take(pa, need, &nb, &ns);
+		r = seg_take(pa, need, &nb, &ns);
 		if (r) {
 			pstore_tx_abort(pa->s);
 		} else {
 			pstore_tx_blob(pa->s, nb + 8, tmp, keep);
-			give(pa, b, bs);
+			seg_give(pa, b, bs);
 			*newoff = nb + 8;
 			r = pa_commit(pa);
 		}

@@ -24,7 +24,13 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+/*
+ * SEFER_STATIC_API: only for a program that #includes the amalgamated sefer.c with
+ * SEFER_STATIC_ALL (Documentation/vendoring.rst); the API becomes static there too.
+ */
+#if defined(SEFER_STATIC_API)
+#define SEFER_API static __attribute__((__unused__))
+#elif defined(_WIN32)
 #define SEFER_API
 #else
 #define SEFER_API __attribute__((visibility("default")))
