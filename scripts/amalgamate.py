@@ -433,23 +433,24 @@ def config_block(autoconf, kbuild_opts):
                     fixed_on.append(m.group(1))
             lines.append(ln)
     fixed_off = sorted(o for o in kbuild_opts if o not in defined)
-    check = []
-    for o in fixed_on:
-        check.append("#ifndef %s\n#error \"%s selects files: make amalgamation again with the "
-                     "new configuration, do not edit it here\"\n#endif\n" % (o, o))
-    for o in fixed_off:
-        check.append("#ifdef %s\n#error \"%s selects files: make amalgamation again with the "
-                     "new configuration, do not edit it here\"\n#endif\n" % (o, o))
-    return "".join(lines), "".join(check), fixed_off
+    terms = ["!defined(%s)" % o for o in fixed_on] + ["defined(%s)" % o for o in fixed_off]
+    check = ""
+    if terms:
+        check = ("/* Options that select files, as generated (the unset ones included). */\n"
+                 "#if " + " || \\\n\t".join(terms) + "\n#error \"an option that selects "
+                 "files was edited: make amalgamation again with the new configuration\"\n"
+                 "#endif\n")
+    return "".join(lines), check, fixed_off
 
 
 def kbuild_options(srctree):
     """CONFIG_ options that select objects, policies or libraries in some Kbuild file."""
     opts = set()
-    for root, _, files in os.walk(srctree):
-        if "Kbuild" in files and not os.path.relpath(root, srctree).startswith(("build", ".")):
-            with open(os.path.join(root, "Kbuild")) as f:
-                opts |= set(re.findall(r"\$\((CONFIG_\w+)\)", f.read()))
+    for top in ("core", "backends", "policies", "persist"):
+        for root, _, files in os.walk(os.path.join(srctree, top)):
+            if "Kbuild" in files:
+                with open(os.path.join(root, "Kbuild")) as f:
+                    opts |= set(re.findall(r"\$\((CONFIG_\w+)\)", f.read()))
     return opts
 
 
@@ -610,7 +611,7 @@ def main():
     for name, t in (("sefer.c", text), ("sefer.h", hdr_text)):
         write_if_changed(os.path.join(a.out, name), t)
     print("  AMALG    %s/sefer.c: %d sources, %d files, %d internal declarations" % (
-        os.path.relpath(a.out), len(a.sources), am.stats["files"], am.stats["internal"]))
+        os.path.relpath(os.path.abspath(a.out), objtree), len(a.sources), am.stats["files"], am.stats["internal"]))
 
 
 def write_if_changed(path, text):
