@@ -284,13 +284,14 @@ include $(srctree)/selftest/selftest.mk
 -include $(srctree)/scripts/install.mk
 -include $(srctree)/selftest/dropin/dropin.mk
 -include $(srctree)/scripts/amalgamation.mk
+-include $(srctree)/examples/examples.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
 		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll \
 		$(objtree)/sefer-pstore $(objtree)/ptmp $(objtree)/man $(objtree)/sefer.pc \
 		$(objtree)/check-install $(objtree)/dropin-hardened $(objtree)/amalgamation \
-		$(objtree)/amalg-unit $(objtree)/amalg-vendor
+		$(objtree)/amalg-unit $(objtree)/amalg-vendor $(objtree)/examples
 distclean:
 	$(Q)rm -rf $(objtree)
 
@@ -322,6 +323,8 @@ Build targets:
   persist-bins      - The persist test program, sefer-pstore and the persist benchmark
   decommit-tools    - selftest/decommit/rss_curve, the decommit measuring program
   ldlibs            - Print the libraries a static link of libsefer.a needs
+  examples          - examples/lua: sefer-lua, a Lua 5.4 host with the amalgamation compiled
+                      in (a sefer heap per lua_State), and sefer-lua-libc, its libc twin
   amalgamation      - $(O)/amalgamation/sefer.c and sefer.h: the configured library in two
                       files to copy into another project (Documentation/vendoring.rst)
 
@@ -353,6 +356,7 @@ Test targets (make check runs every group this configuration enables):
   check-amalgamation
                     - The amalgamation compiled alone (gcc, clang -Werror), the unit suite
                       linked with it, SEFER_STATIC_ALL checked with nm (also vendor_defconfig)
+  check-lua         - sefer-lua and sefer-lua-libc against lua5.4: same output, status
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call
   check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments
@@ -371,6 +375,8 @@ Run, benchmarks and measurements:
   bench-progs       - Build the benchmark programs only
   bench-persist     - The persist benchmark against PMDK
   bench-heaps       - First-class heaps against the thread's heap (Documentation/heaps.rst)
+  bench-lua         - Lua workloads: sefer heap per state vs glibc vs mimalloc, and
+                      teardown of 1M live objects (bench/results/lua-latest.md)
   policies-measure  - The numbers in Documentation/policies/
   decommit-measure  - RSS curves of rss_curve under glibc, mimalloc and sefer
 

@@ -1,0 +1,2 @@
+-- A non-string error object without __tostring.
+error({ code = 1 })

@@ -1,0 +1,2 @@
+-- A syntax error: reported by the loader, the chunk never runs.
+print("x" +
