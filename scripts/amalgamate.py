@@ -113,6 +113,11 @@ def blank(text):
     return "".join(out), pp
 
 
+def uncomment(directive):
+    """A directive's text without its comments, to quote it inside one."""
+    return re.sub(r"/\*.*?\*/|//.*$", "", directive).strip()
+
+
 def strip_attributes(s):
     """s without __attribute__((...)) groups."""
     while True:
@@ -259,8 +264,10 @@ class Linkage:
             words = IDENT.findall(strip_attributes(head))
             if not words or SKIP_WORDS & set(words) or kind == "aggregate":
                 continue
+            if re.fullmatch(r"\s*(struct|union|enum)\s+\w+\s*", head):
+                continue  # a tag declared (which may share a name with an object)
             if declared_name(head, self.attr_macros) not in self.defined:
-                continue  # a tag, or defined outside sefer (environ)
+                continue  # defined outside sefer (environ)
             if self.is_public(text, start, head):
                 continue
             m = re.search(r"\bextern\b", head)
@@ -365,7 +372,7 @@ class Amalgamator:
                         "header once, so a conditional include is not supported"
                         % (self.name(path), m_name))
                 if inc in self.seen:
-                    out.append("/* %s: already inlined */\n" % s)
+                    out.append("/* %s: already inlined */\n" % uncomment(s))
                 else:
                     out.append(self.expand(inc, rewrite))
                 continue
@@ -374,12 +381,12 @@ class Amalgamator:
                 fm = (m.group(1), m.group(2).split("/*")[0].strip())
                 if fm not in self.feature_macros:
                     self.feature_macros.append(fm)
-                out.append("/* %s: defined at the top of the amalgamation */\n" % s)
+                out.append("/* %s: defined at the top of the amalgamation */\n" % uncomment(s))
                 continue
             if not is_header and not conds and not seen_sys_include \
                     and re.match(r"#\s*define\s+\w+(\s|$)", s):
                 self.hoisted.append(s)  # a define its system headers read (_LGPL_SOURCE)
-                out.append("/* %s: moved to the system headers at the top */\n" % s)
+                out.append("/* %s: moved to the system headers at the top */\n" % uncomment(s))
                 continue
             m = re.match(r"#\s*include\s*<[^>]+>", s)
             if m:
@@ -390,7 +397,7 @@ class Amalgamator:
                         "#if %s\n%s\n#endif" % (cond, m.group(0))
                     if line not in self.hoisted:
                         self.hoisted.append(line)
-                    out.append("/* %s: moved to the top */\n" % s)
+                    out.append("/* %s: moved to the top */\n" % uncomment(s))
                     continue
             out.append(ln + "\n")
         out.append("/* ---- end %s ---- */\n" % self.name(path))
