@@ -144,7 +144,8 @@ def declared_name(head, attr_macros=()):
     for m in re.finditer(r"([A-Za-z_]\w*)\s*\(|\(\s*\*\s*([A-Za-z_]\w*)\s*\)", h):
         if m.group(2):
             return m.group(2)
-        if m.group(1) not in ("_Atomic", "__typeof__", "typeof", "__attribute__"):
+        if m.group(1) not in ("_Atomic", "__typeof__", "typeof", "__attribute__") \
+                and m.group(1) not in attr_macros:
             return m.group(1)
     ids = [w for w in IDENT.findall(h.split("[")[0]) if w not in attr_macros]
     return ids[-1] if ids else None
@@ -162,10 +163,14 @@ class Linkage:
     def learn_macros(self, text, pp):
         for s, e in pp:
             d = text[s:e]
-            m = re.match(r"#\s*define\s+([A-Za-z_]\w*)\s", d)
-            if m and 'visibility("default")' in d:
+            m = re.match(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)", d, re.S)
+            if not m:
+                continue
+            if 'visibility("default")' in d:
                 self.public_macros.add(m.group(1))
-            if m and "__attribute__" in d:
+            # an annotation: expands to attributes or to nothing (__rcu, __must_hold(x))
+            body = uncomment(m.group(3).replace("\\\n", " "))
+            if "__attribute__" in body or not body:
                 self.attr_macros.add(m.group(1))
 
     def chunks(self, text):
@@ -549,9 +554,14 @@ def main():
         with open(p) as f:
             am.linkage.collect_api(f.read())
 
-    am.learning = True  # a first pass learns the definitions and the attribute macros
-    for src in a.sources:
-        am.expand(os.path.join(srctree, src))
+    # Two passes learn, the first the macros (public, attribute-like), the second with all of
+    # them known the names the sources define; the third writes.
+    for _ in range(2):
+        am.linkage.defined = set()
+        am.learning = True
+        am.seen = set()
+        for src in a.sources:
+            am.expand(os.path.join(srctree, src))
     am.learning = False
     am.seen, am.hoisted, am.feature_macros = set(), [], []
     am.stats["files"] = 0
