@@ -118,10 +118,12 @@ def uncomment(directive):
     return re.sub(r"/\*.*?\*/|//.*$", "", directive).strip()
 
 
-def strip_attributes(s):
-    """s without __attribute__((...)) groups."""
+def strip_attributes(s, names=()):
+    """s without __attribute__((...)) groups and the parenthesized uses of names."""
+    pat = re.compile(r"\b(?:__attribute__%s)\s*\(" % "".join("|" + re.escape(n)
+                                                         for n in sorted(names)))
     while True:
-        m = re.search(r"__attribute__\s*\(", s)
+        m = pat.search(s)
         if not m:
             return s
         depth, j = 0, m.end() - 1
@@ -137,15 +139,16 @@ def strip_attributes(s):
 
 
 def declared_name(head, attr_macros=()):
-    """The identifier a declaration head declares: a pointer to function's (*name), else the
-    one before the first top-level '(' of a function, else the last identifier (an object).
-    Good enough to match names across declarations."""
-    h = strip_attributes(head).split("=")[0]
-    for m in re.finditer(r"([A-Za-z_]\w*)\s*\(|\(\s*\*\s*([A-Za-z_]\w*)\s*\)", h):
-        if m.group(2):
-            return m.group(2)
-        if m.group(1) not in ("_Atomic", "__typeof__", "typeof", "__attribute__") \
-                and m.group(1) not in attr_macros:
+    """The identifier a declaration head declares: a pointer to function's (*name) when the
+    head's first parenthesis opens it, else the identifier before the first parenthesis (a
+    function), else the last identifier (an object); annotations (attr_macros) aside. Good
+    enough to match names across declarations."""
+    h = strip_attributes(head, attr_macros).split("=")[0]
+    m = re.match(r"[^(]*\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(", h)
+    if m:
+        return m.group(1)
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*\(", h):
+        if m.group(1) not in ("_Atomic", "__typeof__", "typeof"):
             return m.group(1)
     ids = [w for w in IDENT.findall(h.split("[")[0]) if w not in attr_macros]
     return ids[-1] if ids else None
