@@ -4,7 +4,8 @@
 # hold (lib-objs, in Kbuild order), so what is vendored is what .config says.
 #
 #   make [O=dir] amalgamation     write $(O)/amalgamation/sefer.c and sefer.h
-#   make check-amalgamation       compile it alone (gcc, clang -Werror), run the unit suite
+#   make check-amalgamation       the script's declaration parser on known shapes; compile the
+#                                 amalgamation alone (gcc, clang -Werror), run the unit suite
 #                                 linked with it instead of libsefer.a, and check the
 #                                 SEFER_STATIC_ALL mode with nm (also for configs/vendor_defconfig)
 
@@ -42,6 +43,7 @@ ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-amalgamation
 endif
 check-amalgamation: $(amalg-unit)
+	$(Q)$(PYTHON) $(srctree)/selftest/amalgamation/test_parser.py
 	@echo "== amalgamation of $(KCONFIG_CONFIG)"
 	$(Q)bash $(srctree)/selftest/amalgamation/check-amalgamation.sh $(srctree) $(amalg-dir) \
 		"$(LDLIBS)"
