@@ -129,8 +129,8 @@ static int panic(lua_State *L)
 }
 
 struct warn_state {
-	bool on;	/* warnings are shown (-W, or "@on") */
-	bool pending;	/* a message is being continued */
+	bool on;      /* warnings are shown (-W, or "@on") */
+	bool pending; /* a message is being continued */
 };
 
 /* lua_WarnFunction: "@on" and "@off" switch warnings; a message may come in pieces. */
@@ -246,11 +246,11 @@ static int run_init(lua_State *L)
 struct args {
 	int argc;
 	char **argv;
-	int script;	  /* index of the script in argv; argc when there is none */
-	bool version;	  /* -v */
-	bool no_env;	  /* -E */
-	bool warnings;	  /* -W */
-	bool ran_e;	  /* -e or -l given: no stdin chunk without a script */
+	int script;    /* index of the script in argv; argc when there is none */
+	bool version;  /* -v */
+	bool no_env;   /* -E */
+	bool warnings; /* -W */
+	bool ran_e;    /* -e or -l given: no stdin chunk without a script */
 };
 
 static int usage(const char *bad)
@@ -425,8 +425,8 @@ static double host_clock_ms(void)
 
 int main(int argc, char **argv)
 {
-	struct args a = { .argc = argc, .argv = argv };
-	struct warn_state w = { 0 };
+	struct args a = {.argc = argc, .argv = argv};
+	struct warn_state w = {0};
 	const char *times = getenv("SEFER_LUA_TIMES");
 	lua_State *L;
 	double t0;
