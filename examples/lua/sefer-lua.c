@@ -253,9 +253,12 @@ struct args {
 	bool ran_e;    /* -e or -l given: no stdin chunk without a script */
 };
 
-static int usage(const char *bad)
+static int usage(const char *bad, bool needs_arg)
 {
-	fprintf(stderr, "%s: unrecognized option '%s'\n", progname, bad);
+	if (needs_arg)
+		fprintf(stderr, "%s: '%s' needs argument\n", progname, bad);
+	else
+		fprintf(stderr, "%s: unrecognized option '%s'\n", progname, bad);
 	fprintf(stderr,
 		"usage: %s [options] [script [args]]\n"
 		"Available options are:\n"
@@ -297,10 +300,10 @@ static int parse_args(struct args *a)
 		else if (strcmp(o, "-e") == 0 || strcmp(o, "-l") == 0 ||
 			 ((o[1] == 'e' || o[1] == 'l') && o[2])) {
 			if (!o[2] && ++i >= a->argc)
-				return usage(o);
+				return usage(o, true);
 			a->ran_e = true;
 		} else {
-			return usage(o);
+			return usage(o, false);
 		}
 	}
 	return 0;
