@@ -48,7 +48,15 @@
 
 static const char *progname = "sefer-lua";
 
-/* ---- allocators ---- */
+static double host_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- allocators; state_close returns the ms lua_close took, *destroy_ms the heap's ---- */
 #ifndef SEFER_LUA_LIBC_ALLOC
 /*
  * Lua's contract (lua_Alloc): nsize 0 frees ptr and returns NULL; ptr NULL allocates nsize
@@ -80,20 +88,27 @@ static void *heap_alloc_closing(void *ud, void *ptr, size_t osize, size_t nsize)
 static lua_State *state_new(void)
 {
 	struct sefer_heap *h = sefer_heap_new();
+	lua_State *L = h ? lua_newstate(heap_alloc, h) : NULL;
 
-	return h ? lua_newstate(heap_alloc, h) : NULL;
+	if (h && !L)
+		sefer_heap_destroy(h);
+	return L;
 }
 
-static void state_close(lua_State *L)
+static double state_close(lua_State *L, double *destroy_ms)
 {
 	void *ud;
 	lua_Alloc f = lua_getallocf(L, &ud);
 	const char *how = getenv("SEFER_LUA_CLOSE");
+	double t0 = host_clock_ms(), t1;
 
 	if (f == heap_alloc && !(how && strcmp(how, "free") == 0))
 		lua_setallocf(L, heap_alloc_closing, ud);
 	lua_close(L);
+	t1 = host_clock_ms();
 	sefer_heap_destroy(ud);
+	*destroy_ms = host_clock_ms() - t1;
+	return t1 - t0;
 }
 #else
 static void *libc_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -112,9 +127,13 @@ static lua_State *state_new(void)
 	return lua_newstate(libc_alloc, NULL);
 }
 
-static void state_close(lua_State *L)
+static double state_close(lua_State *L, double *destroy_ms)
 {
+	double t0 = host_clock_ms();
+
 	lua_close(L);
+	*destroy_ms = 0;
+	return host_clock_ms() - t0;
 }
 #endif
 
@@ -418,21 +437,13 @@ static long peak_rss_kb(void)
 	return kb;
 }
 
-static double host_clock_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int main(int argc, char **argv)
 {
 	struct args a = {.argc = argc, .argv = argv};
 	struct warn_state w = {0};
 	const char *times = getenv("SEFER_LUA_TIMES");
 	lua_State *L;
-	double t0;
+	double close_ms, destroy_ms;
 	int status, ok;
 
 	if (argv[0] && argv[0][0])
@@ -452,10 +463,10 @@ int main(int argc, char **argv)
 	status = lua_pcall(L, 2, 1, 0);
 	ok = lua_toboolean(L, -1);
 	report(L, status);
-	t0 = host_clock_ms();
-	state_close(L);
+	close_ms = state_close(L, &destroy_ms);
 	if (times && strcmp(times, "1") == 0)
-		fprintf(stderr, "%s: close %.3f ms, peak RSS %ld KiB\n", progname,
-			host_clock_ms() - t0, peak_rss_kb());
+		fprintf(stderr,
+			"%s: close %.3f ms (lua_close %.3f, heap destroy %.3f), peak RSS %ld KiB\n",
+			progname, close_ms + destroy_ms, close_ms, destroy_ms, peak_rss_kb());
 	return ok && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }
