@@ -8,9 +8,13 @@
 SOURCE... are the selected .c files relative to S, in Kbuild order (the Makefile passes the
 objects it would put in libsefer.a). sefer.c is, in order: a comment that says what it was made
 from and what it links against; the configuration block (O/include/generated/autoconf.h) and a
-check that no edit of it changed which files are selected; the linkage macros of the static-all
-mode; then each source with every project-local #include inlined the first time it is met
-(the headers' include guards make later ones empty anyway); system #includes are kept.
+check that no edit of it changed which files are selected; the feature macros (_GNU_SOURCE)
+and every system #include of every file, moved to the top so that no sefer macro (likely,
+noinline ...) reaches into a system header (with the defines a .c file makes before its
+system headers, like _LGPL_SOURCE; an #include under #if keeps its condition when that names
+only CONFIG_ and compiler macros); the linkage macros of the static-all mode; then each source
+with every project-local #include inlined the first time it is met (the headers' include
+guards make later ones empty anyway).
 sefer.h is include/sefer.h, and include/sefer/persist.h when CONFIG_PERSIST is set.
 
 Project-local means found, like the build's -I list, beside the including file, under
@@ -21,8 +25,8 @@ SEFER_STATIC_ALL (Documentation/vendoring.rst): a program may #include "sefer.c"
 SEFER_STATIC_ALL defined, making every internal function and object static. C decides an
 identifier's linkage at its first declaration, and the internal ones are declared first in
 headers, where the build leaves them extern (hidden by -fvisibility=hidden or SEFER_INTERNAL).
-So this script puts a macro in front of every file-scope declaration and definition that has
-external linkage and is not public: SEFER_AMALG_EXTERN replaces `extern`, SEFER_AMALG_LINK
+So this script puts a macro in front of every file-scope declaration and definition of a
+name the selected sources define with external linkage, unless it is public: SEFER_AMALG_EXTERN replaces `extern`, SEFER_AMALG_LINK
 goes before the others. Both are `static __attribute__((unused))` under SEFER_STATIC_ALL and
 `extern` / nothing otherwise. Public means marked SEFER_API (or a macro that expands to
 visibility("default"), like the malloc face's FACE), or named like a SEFER_API declaration.
