@@ -200,8 +200,8 @@ def main():
 - runs: %d per allocator, interleaved; median reported
 - run time: %d s; load average %.2f at start, %.2f at end
 - allocators: sefer (%s, amalgamation of configs/vendor_defconfig compiled into the host, a
-  heap per lua_State), glibc (%s, the same host with realloc/free), mimalloc (%s, that host
-  with libmimalloc.so.2 preloaded); Lua %s (liblua5.4)
+  heap per lua_State), glibc (%s, the same host with realloc/free), mimalloc
+  (%s, that host with libmimalloc.so.2 preloaded); Lua %s (liblua5.4)
 
 Workloads (examples/lua/bench/*.lua, argument after the name) print a checksum, the same
 under every allocator.
