@@ -42,6 +42,10 @@ ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-lua
 endif
 check-lua: examples
+	$(Q)for cc in gcc clang; do for d in "" -DSEFER_LUA_LIBC_ALLOC; do \
+		$$cc -std=gnu11 -O2 $(WARN) -Werror -fsyntax-only $$d -I$(dir $(lua-amalg)) \
+			$(LUA_CFLAGS) $(srctree)/examples/lua/sefer-lua.c || exit 1; done; done
+	@echo "ok   sefer-lua.c: no warnings from gcc and clang (-Werror), in both builds"
 	$(Q)bash $(srctree)/examples/lua/check-lua.sh $(srctree) $(lua-dir)
 
 bench-lua: examples
