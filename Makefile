@@ -215,6 +215,13 @@ SEFER_CFLAGS += $(if $(shell $(CC) --version 2>/dev/null | grep -qi clang && ech
 	-fno-slp-vectorize,-fno-tree-slp-vectorize)
 SEFER_CFLAGS += $(EXTRA_CFLAGS)
 LDLIBS := $(lib-libs) -lpthread
+# CONFIG_SANITIZE_ADDRESS: the library, and whatever links it (the tests; 'make ldlibs'), with
+# AddressSanitizer (core/annotate.h poisons free blocks for it).
+ifeq ($(CONFIG_SANITIZE_ADDRESS),y)
+ASAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
+SEFER_CFLAGS += $(ASAN_FLAGS)
+LDLIBS += $(ASAN_FLAGS)
+endif
 
 # Objects also depend on the compiler command: a changed CC or flag rebuilds them (like Kbuild's
 # .cmd files, one file for the whole build).
@@ -276,6 +283,7 @@ ldlibs:
 
 # ---------------------------------------------------------------- tests, run, bench
 include $(srctree)/selftest/selftest.mk
+include $(srctree)/selftest/annotate/annotate.mk
 -include $(srctree)/bench/bench.mk
 -include $(srctree)/persist/persist.mk
 -include $(srctree)/policies/policies.mk
@@ -339,6 +347,7 @@ Test targets (make check runs every group this configuration enables):
   check-stress      - The multithreaded stress test
   check-asan, check-tsan, check-tsan-urcu, check-ubsan
                     - Unit suites and stress test built by clang under each sanitizer
+                      (check-asan with CONFIG_SANITIZE_ADDRESS: sefer's poisoning on)
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
   check-warnings    - gcc and clang builds with -Werror
@@ -352,6 +361,10 @@ Test targets (make check runs every group this configuration enables):
   check-real        - Real programs under LD_PRELOAD
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
   check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
+  check-valgrind    - CONFIG_VALGRIND: misuse reports asserted, unit suite, stress, python3
+                      and sqlite3 under valgrind with 0 errors; --soname-synonyms on libsefer.so
+  check-asan-poison - CONFIG_SANITIZE_ADDRESS: ASan's use-after-poison reports on sefer blocks
+  annotate-bins     - Build selftest/annotate/misuse (the checkers' misuse program)
   malloc-fuzz       - Build the malloc fuzzer (build/mfuzz/malloc-fuzz) without running it
   check-amalgamation
                     - The amalgamation compiled alone (gcc, clang -Werror), the unit suite

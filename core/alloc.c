@@ -25,6 +25,7 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 		}
 		else
 			memset(b, 0, size);
+		annotate_block_zeroed(b, size);
 	}
 	return b;
 }
@@ -48,7 +49,10 @@ void *malloc_slow(size_t size, struct heap *heap, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+	void *p = pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+
+	annotate_block_trim(p, size, pg->block_size);
+	return p;
 }
 
 /* Sizes above the direct table (and calloc of any size): bin queue, then the slow path. */
@@ -57,8 +61,12 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 	if (size <= SMALL_MAX) {
 		struct page *pg = heap->bins[bin_index(size)].first;
 
-		if (pg && pg->free)
-			return pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+		if (pg && pg->free) {
+			void *p = pop_block(heap, pg, zero, zero ? pg->block_size : 0);
+
+			annotate_block_trim(p, size, pg->block_size);
+			return p;
+		}
 	}
 	return malloc_slow(size, heap, zero);
 }
@@ -92,8 +100,11 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
+	annotate_block_alloc(seg->large_block, seg->large_size);
 	if (zero && !is_zero)
 		memset(seg->large_block, 0, size);
+	annotate_block_zeroed(seg->large_block, zero ? size : 0);
+	annotate_block_trim(seg->large_block, size, seg->large_size);
 	return seg->large_block;
 }
 
@@ -158,12 +169,15 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 	size_t avail = usable_size_any(p);
 
 	/* In place when it fits and would not waste more than half the block. */
-	if (size <= avail && size >= avail / 2 && (any_heap || block_of_heap(heap, p)))
+	if (size <= avail && size >= avail / 2 && (any_heap || block_of_heap(heap, p))) {
+		annotate_block_resize(p, size, avail);
 		return p;
+	}
 	void *q = heap_malloc_inline(heap, size);
 
 	if (!q)
 		return NULL;
+	avail = annotate_live_bytes(p, avail); /* with ASan: only what the program was given */
 	memcpy(q, p, size < avail ? size : avail);
 	sefer_free_inline(p);
 	return q;
@@ -197,8 +211,12 @@ void *heap_aligned(struct heap *heap, size_t align, size_t size)
 	}
 	size_t n = align_up(size ? size : 1, align);
 
-	if (n <= SMALL_MAX && align <= SPAGE_SIZE)
-		return heap_malloc_inline(heap, n);
+	if (n <= SMALL_MAX && align <= SPAGE_SIZE) {
+		void *p = heap_malloc_inline(heap, n);
+
+		annotate_block_trim(p, size, n);
+		return p;
+	}
 	if (heap == &heap_empty && !(heap = heap_init_thread())) {
 		errno = ENOMEM;
 		return NULL;

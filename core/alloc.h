@@ -35,13 +35,25 @@ void large_free(struct segment *seg, void *p) SEFER_INTERNAL;
 void large_release(struct segment *seg) SEFER_INTERNAL;
 extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 
+/* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
 {
 	live_set_pg(pg, b);
 	pg->free = block_next(pg, b);
 	pg->used++;
 	heap_stat_call(heap, mallocs);
+	annotate_block_alloc(b, pg->block_size);
 	return b;
+}
+
+/* A small block a policy handed out (it was annotated free when the policy took it). */
+static always_inline void *annotate_policy_alloc(void *p, size_t size)
+{
+	size_t bs = page_of(segment_of(p), p)->block_size;
+
+	annotate_block_alloc(p, bs);
+	annotate_block_trim(p, size, bs);
+	return p;
 }
 
 /* malloc from heap, the calling thread's (its default heap or one of its first-class ones). */
@@ -50,13 +62,16 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 	void *p = policy_small_alloc(heap, size);
 
 	if (p)
-		return p;
+		return annotate_policy_alloc(p, size);
 	if (likely(size <= DIRECT_MAX)) {
 		struct page *pg = heap->direct[(size + GRANULE - 1) >> GRANULE_SHIFT];
 		struct block *b = pg->free;
 
-		if (likely(b))
-			return alloc_from_page(heap, pg, b);
+		if (likely(b)) {
+			p = alloc_from_page(heap, pg, b);
+			annotate_block_trim(p, size, pg->block_size);
+			return p;
+		}
 		return malloc_slow(size, heap, false);
 	}
 	return malloc_generic(size, heap, false);
@@ -80,6 +95,7 @@ static always_inline void sefer_free_inline(void *p)
 
 		if (likely(!pg->flags && live_clear_pg(pg, b))) {
 			block_mark_free(b);
+			annotate_block_free(b, pg->block_size);
 			if (policy_small_free(heap, pg, p))
 				return;
 			heap_stat_call(heap, frees);

@@ -93,9 +93,32 @@ SEFER_API void *sefer_pvalloc(size_t size)
 	return aligned_any(ps, align_up(size ? size : 1, ps));
 }
 
+/*
+ * sefer_usable_size() of p, a block of n usable bytes: with ASan the program may now use all
+ * of them if the block is live (the live map, or a large segment's flag, says so).
+ */
+static inline void annotate_usable(const void *p, size_t n)
+{
+	struct segment *seg = segment_of(p);
+	int live = -1;
+
+	if (!IS_ENABLED(CONFIG_SANITIZE_ADDRESS) || !n)
+		return;
+	if (!segtab_contains(seg))
+		seg = aligned_segment_of(p);
+	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
+		live = atomic_load_explicit(&seg->large_live, memory_order_relaxed);
+	else if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		live = live_test(seg, p);
+	annotate_block_grant(p, n, live);
+}
+
 SEFER_API size_t sefer_usable_size(const void *p)
 {
-	return usable_size_any(p);
+	size_t n = usable_size_any(p);
+
+	annotate_usable(p, n); /* the program may now use all n bytes (ASan) */
+	return n;
 }
 
 SEFER_API size_t sefer_max_alignment(void)

@@ -55,6 +55,7 @@ void free_foreign(const void *p)
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	block_mark_free(b);
+	annotate_block_free(b, pg->block_size);
 	heap_stat_call(heap, frees);
 	block_set_next(b, pg->local_free);
 	pg->local_free = b;
@@ -77,6 +78,7 @@ void large_free(struct segment *seg, void *p)
 		report_error("double free", p, "large block is already free");
 		return;
 	}
+	annotate_block_free(p, seg->large_size);
 	if (heap != &heap_empty)
 		heap_stat_call(heap, frees);
 	atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
@@ -122,6 +124,7 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		}
 		block_mark_pending(b);
 	}
+	annotate_block_free(b, pg->block_size);
 	if (heap != &heap_empty) {
 		heap_stat_call(heap, frees);
 		heap_stat_inc(heap, xthread_frees);

@@ -221,6 +221,7 @@ static void destroy_large(struct heap *heap)
 	for (seg = mine; seg; seg = next) {
 		next = seg->next;
 		seg->next = NULL;
+		annotate_block_free(seg->large_block, seg->large_size); /* core/annotate.h */
 		segment_release(seg);
 	}
 }

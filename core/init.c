@@ -69,6 +69,7 @@ void process_init(void)
 		return;
 	}
 	in_init = true;
+	annotate_init(); /* before the first segment is mapped */
 	sefer_os.init(&sefer_os_info);
 	options_init();
 	if (sefer_opt.show_stats && sefer_os.keep_err)

@@ -102,6 +102,7 @@ static void segment_unmap(void *mem, size_t size)
 {
 	stat_add(&sefer_gstats.segments, NULL, -1);
 	stat_add(&sefer_gstats.committed, NULL, -(long long)size);
+	annotate_unmap(mem, size);
 	sefer_os.release(mem, size);
 }
 
@@ -314,6 +315,8 @@ struct segment *segment_alloc_small(struct heap *heap)
 			seg->page_off[i] = page_desc_off(0);
 			seg->pages[i].live_base = page_live_base(seg);
 		}
+		/* past the header nothing is the program's until a block is handed out */
+		annotate_noaccess((uint8_t *)seg + sizeof(*seg), SEGMENT_SIZE - sizeof(*seg));
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
 		segment_publish(seg);
 	}
@@ -347,6 +350,9 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 		return NULL;
 	}
 	seg->large_zero = true;
+	/* the block (and whatever a later placement leaves between it and the header) is not
+	 * the program's until large_alloc() hands it out */
+	annotate_noaccess(seg->pages, total - __builtin_offsetof(struct segment, pages));
 	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
 	segment_publish(seg);
 	return seg;
@@ -363,6 +369,7 @@ void segment_release(struct segment *seg)
 		 -(long long)(seg->size - (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));
 	if (sefer_opt.verbose)
 		sefer_message("released segment %p (%zu bytes)", (void *)seg, seg->size);
+	annotate_unmap(seg, seg->size);
 	sefer_os.release(seg, seg->size);
 }
 
@@ -575,11 +582,42 @@ void span_free(struct heap *heap, struct page *pg)
  * finds a clear byte and is reported), and seg a spare for any heap, or it is unmapped at once
  * when SPARE_MAX are kept already (then nothing needs resetting). seg is off heap's lists.
  */
+/*
+ * Every block of seg is given up at once (segment_drop): the memory checkers forget the live
+ * ones (memcheck: a FREELIKE each, found in the live map once the blocks other threads pushed,
+ * already free to memcheck, are collected) and the spans become unaddressable. Empty when
+ * neither checker is configured.
+ */
+static void annotate_segment_drop(struct segment *seg)
+{
+#if IS_ENABLED(CONFIG_VALGRIND) || IS_ENABLED(CONFIG_SANITIZE_ADDRESS)
+	struct page *pg;
+
+	for_each_span(seg, pg, idx) {
+#if IS_ENABLED(CONFIG_VALGRIND)
+		if (sefer_on_valgrind) {
+			page_collect_xthread(pg, (uintptr_t)-1);
+			for (uint32_t i = 0; i < pg->reserved; i++) {
+				uint8_t *b = pg->start + (size_t)i * pg->block_size;
+
+				if (live_test(seg, b))
+					annotate_block_free(b, pg->block_size);
+			}
+		}
+#endif
+		annotate_noaccess(pg->start, (size_t)pg->reserved * pg->block_size);
+	}
+#else
+	(void)seg;
+#endif
+}
+
 void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
 {
 	struct page *pg;
 
 	heap_owned_forget(heap, seg);
+	annotate_segment_drop(seg);
 	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
 		segment_release(seg);
 		return;

@@ -24,6 +24,7 @@
 
 #include <stdatomic.h>
 
+#include "core/annotate.h"
 #include "core/bins.h"
 #include "core/config.h"
 #include "core/sync.h"
@@ -212,43 +213,74 @@ static always_inline uintptr_t pending_mark(const struct block *b)
 	return (uintptr_t)b ^ sefer_mark_key;
 }
 
+/*
+ * The accessors below are sefer's only accesses to a free block's bytes (its first granule);
+ * each opens that granule to the memory checkers around the access (core/annotate.h).
+ */
 static always_inline void block_mark_free(struct block *b)
 {
-	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
 		((uintptr_t *)b)[1] = free_mark(b);
+		annotate_link_close(b);
+	}
 }
 
 static always_inline void block_mark_pending(struct block *b)
 {
-	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
 		((uintptr_t *)b)[1] = pending_mark(b);
+		annotate_link_close(b);
+	}
 }
 
 static always_inline bool block_marked_free(const struct block *b)
 {
-	return IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && ((const uintptr_t *)b)[1] == free_mark(b);
+	bool marked;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	marked = ((const uintptr_t *)b)[1] == free_mark(b);
+	annotate_link_close(b);
+	return marked;
 }
 
 static always_inline bool block_marked_pending(const struct block *b)
 {
-	return IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && ((const uintptr_t *)b)[1] == pending_mark(b);
+	bool marked;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	marked = ((const uintptr_t *)b)[1] == pending_mark(b);
+	annotate_link_close(b);
+	return marked;
 }
 
 static always_inline struct block *block_next(const struct page *pg, const struct block *b)
 {
-	if (IS_ENABLED(CONFIG_HARDENED)) {
-		uintptr_t n = b->next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+	uintptr_t n;
 
+	annotate_link_open(b);
+	if (IS_ENABLED(CONFIG_HARDENED)) {
+		n = b->next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+		annotate_link_close(b);
 		if (unlikely(n && (n - (uintptr_t)pg->start) >= page_span_bytes(pg)))
 			list_corrupt(pg, b, n);
 		return (struct block *)n;
 	}
-	return (struct block *)b->next;
+	n = b->next;
+	annotate_link_close(b);
+	return (struct block *)n;
 }
 
 static always_inline void block_set_next(struct block *b, const struct block *next)
 {
+	annotate_link_open(b);
 	b->next = link_encode(b, next);
+	annotate_link_close(b);
 }
 
 /* ---- live map (CONFIG_DEBUG_DOUBLE_FREE): a byte per granule, nonzero at a live block ---- */

@@ -19,7 +19,7 @@ persist-dep-objs := $(persist-objs) $(persist-os-objs)
 PERSIST_TMP ?= $(objtree)/ptmp
 PERSIST_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Wno-missing-prototypes -pthread \
 	-I$(srctree)/include -I$(srctree) -I$(objtree)/include \
-	-include $(objtree)/include/generated/autoconf.h $(EXTRA_CFLAGS)
+	-include $(objtree)/include/generated/autoconf.h $(ASAN_FLAGS) $(EXTRA_CFLAGS)
 PERSIST_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 PERSIST_CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 

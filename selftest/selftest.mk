@@ -9,7 +9,7 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 TEST_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Wno-missing-prototypes -I$(srctree)/include \
 	-I$(srctree) -I$(objtree)/include -include $(objtree)/include/generated/autoconf.h \
-	$(EXTRA_CFLAGS)
+	$(ASAN_FLAGS) $(EXTRA_CFLAGS)
 TEST_LDLIBS := $(static-lib) $(LDLIBS) $(EXTRA_LDFLAGS)
 
 unit-srcs := $(wildcard $(srctree)/selftest/unit/*.c)
@@ -48,7 +48,7 @@ san-cflags-asan := -fsanitize=address -fno-omit-frame-pointer
 san-cflags-tsan := -fsanitize=thread
 san-cflags-tsan-urcu := -fsanitize=thread
 san-cflags-ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
-san-config-asan := MALLOC_FACE=n SYNC_C11=y
+san-config-asan := MALLOC_FACE=n SYNC_C11=y SANITIZE_ADDRESS=y
 san-config-tsan := MALLOC_FACE=n SYNC_C11=y
 san-config-tsan-urcu := MALLOC_FACE=n SYNC_URCU=y
 san-config-ubsan := MALLOC_FACE=n
@@ -79,8 +79,10 @@ $(addprefix check-,$(sanitizers)): check-%:
 
 # ---- malloc fuzzer: libFuzzer over streams of sefer_* calls (selftest/fuzz/malloc_fuzz.c) with
 # ASan and UBSan, FUZZ_TIME seconds (default 20). The core is built again by clang in
-# $(objtree)/mfuzz with the malloc face off (ASan owns malloc) and the fuzzer's coverage
-# instrumentation, so the fuzzer steers by sefer's own branches. The seeds in
+# $(objtree)/mfuzz with the malloc face off (ASan owns malloc), sefer's ASan poisoning
+# (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
+# is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
+# branches. The seeds in
 # selftest/fuzz/corpus are read; what the fuzzer finds goes to $(objtree)/mfuzz/corpus.
 FUZZ_TIME ?= 20
 mfuzz-dir := $(objtree)/mfuzz
@@ -92,7 +94,7 @@ endif
 malloc-fuzz:
 	$(Q)mkdir -p $(mfuzz-dir)/corpus
 	$(Q)KCONFIG_CONFIG=$(mfuzz-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
-		MALLOC_FACE=n SYNC_C11=y PERSIST=n SELFTEST_SANITIZERS=n >/dev/null
+		MALLOC_FACE=n SANITIZE_ADDRESS=y SYNC_C11=y PERSIST=n SELFTEST_SANITIZERS=n >/dev/null
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-dir) CC=clang \
 		EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(mfuzz-san) -g" \
 		EXTRA_LDFLAGS="$(mfuzz-san)" $(mfuzz-dir)/libsefer.a

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Misuses of sefer's blocks that a memory checker must report, one per mode, through the
+ * sefer_* calls (so the same program serves Valgrind, with CONFIG_VALGRIND, and ASan, with
+ * CONFIG_SANITIZE_ADDRESS). check-valgrind.sh and check-asan-poison.sh run each mode and assert
+ * what the checker says. Every mode prints the block it misuses ("block 0x... size N") so the
+ * scripts can check that the report names that block.
+ *
+ *   misuse MODE     uaf | overflow | overflow-tail | leak | uninit | large-uaf |
+ *                   large-overflow | realloc-uaf | slack | clean
+ *
+ * slack and clean use their blocks correctly: the checker must report nothing.
+ *
+ * The blocks misused are never the first of their page (the page descriptor points at that one,
+ * which makes a leaked block "still reachable" for memcheck): each mode first takes a block of
+ * the same size class and keeps it. Reads after free are 32 bytes or more into the block:
+ * memcheck describes an address a little past a live block's end (it allows for a redzone,
+ * seen at 8 and 20 bytes) as lying after that block, and sefer's blocks have no redzones.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sefer.h"
+
+/* Reads the optimiser cannot drop. */
+static volatile unsigned char sink;
+
+static void *keep[4];
+
+static void *block(size_t size, const char *what)
+{
+	void *p;
+
+	keep[0] = sefer_malloc(size); /* the page's first block, held for the whole run */
+	p = sefer_malloc(size);
+	printf("%s: block %p size %zu\n", what, p, size);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "clean";
+	unsigned char *p;
+
+	setvbuf(stdout, NULL, _IONBF, 0); /* the block's line before the checker's report */
+
+	if (!strcmp(mode, "uaf")) {
+		/* a read of a freed small block */
+		p = block(64, "uaf");
+		memset(p, 1, 64);
+		sefer_free(p);
+		sink = p[32];
+	} else if (!strcmp(mode, "overflow")) {
+		/* a write one byte past a small block whose size is its class's (no slack) */
+		p = block(64, "overflow");
+		p[64] = 1;
+		sefer_free(p);
+	} else if (!strcmp(mode, "overflow-tail")) {
+		/* a write one byte past the requested size, inside the class's slack (50 -> 64) */
+		p = block(50, "overflow-tail");
+		p[50] = 1;
+		sefer_free(p);
+	} else if (!strcmp(mode, "leak")) {
+		/* a block nothing points to at exit */
+		p = block(100, "leak");
+		memset(p, 2, 100);
+		p = NULL;
+	} else if (!strcmp(mode, "uninit")) {
+		/* a branch on a byte malloc never initialised */
+		p = block(32, "uninit");
+		if (p[5] == 42)
+			puts("forty-two");
+		sefer_free(p);
+	} else if (!strcmp(mode, "large-uaf")) {
+		/* a read of a freed large block (its own segment) */
+		p = sefer_malloc(3 << 20);
+		printf("large-uaf: block %p size %d\n", (void *)p, 3 << 20);
+		memset(p, 3, 3 << 20);
+		sefer_free(p);
+		sink = p[4096];
+	} else if (!strcmp(mode, "large-overflow")) {
+		/* a write one byte past the requested size of a large block */
+		size_t n = (1 << 20) + 1000;
+
+		p = sefer_malloc(n);
+		printf("large-overflow: block %p size %zu\n", (void *)p, n);
+		p[n] = 1;
+		sefer_free(p);
+	} else if (!strcmp(mode, "realloc-uaf")) {
+		/* the old block of a realloc that moved is freed */
+		unsigned char *q;
+
+		p = block(64, "realloc-uaf");
+		memset(p, 4, 64);
+		q = sefer_realloc(p, 4000);
+		if (q == p)
+			return 2;
+		sink = p[40];
+		sefer_free(q);
+	} else if (!strcmp(mode, "slack")) {
+		/* sefer_usable_size() says the whole block is the program's: writing it is fine */
+		size_t n;
+
+		p = block(50, "slack");
+		n = sefer_usable_size(p);
+		memset(p, 9, n);
+		sink = p[n - 1];
+		sefer_free(p);
+		p = sefer_malloc(0); /* none of it is the program's until it asks */
+		n = sefer_usable_size(p);
+		memset(p, 9, n);
+		sefer_free(p);
+	} else if (!strcmp(mode, "clean")) {
+		/* everything used correctly: the checker must say nothing */
+		unsigned char *q, *big;
+		size_t i, sum = 0;
+
+		p = sefer_calloc(10, 7);
+		for (i = 0; i < 70; i++)
+			sum += p[i]; /* calloc'd: defined zeros */
+		p = sefer_realloc(p, 5000); /* moves: the 70 bytes copied */
+		for (i = 0; i < 70; i++)
+			sum += p[i];
+		memset(p + 70, 5, 5000 - 70);
+		p = sefer_realloc(p, 4000); /* in place */
+		q = sefer_aligned_alloc(256, 300);
+		memset(q, 6, 300);
+		big = sefer_calloc(1, 5 << 20);
+		sum += big[(5 << 20) - 1];
+		big = sefer_realloc(big, 9 << 20);
+		big[(9 << 20) - 1] = 7;
+		for (i = 0; i < 2000; i++) {
+			void *t = sefer_malloc(i % 700 + 1);
+
+			memset(t, 8, i % 700 + 1);
+			sefer_free(t);
+		}
+		sum += p[3999] + q[299];
+		sefer_free(p);
+		sefer_free(q);
+		sefer_free(big);
+		printf("clean: %zu\n", sum);
+	} else {
+		fprintf(stderr, "misuse: unknown mode %s\n", mode);
+		return 2;
+	}
+	sefer_free(keep[0]);
+	return 0;
+}
