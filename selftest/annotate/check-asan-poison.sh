@@ -34,7 +34,7 @@ report() {
 	a=$(addr "$log" "$m" "$off")
 	if [ $rc -ne 0 ] && grep -q "ERROR: AddressSanitizer: use-after-poison on address $a " "$log" &&
 		grep -qE "^$kind of size 1 at $a thread T0" "$log" &&
-		grep -qE "#0 0x[0-9a-f]+ in main .*misuse.c" "$log"; then
+		grep -qE "#0 0x[0-9a-f]+ in (main|heap_mode) .*misuse.c" "$log"; then
 		ok "$what: use-after-poison, $kind of block + $off"
 	elif [ -n "$unmapped" ] && ! grep -q '^CONFIG_POLICY_LARGE_CACHE=y' "$dir/.config" &&
 		grep -q "ERROR: AddressSanitizer: SEGV on unknown address $a " "$log"; then
@@ -63,6 +63,10 @@ report overflow-tail 50 WRITE "overflow past a 50-byte request (inside the 64-by
 report large-uaf 4096 READ "use after free of a 3 MiB block" unmapped
 report large-overflow 1049576 WRITE "overflow past a 1 MiB + 1000 request (large block tail)"
 report realloc-uaf 40 READ "use of the old block after a realloc moved it"
+if grep -q '^CONFIG_HEAPS=y' "$dir/.config"; then
+	clean heap-clean "a first-class heap's life, then its memory reused"
+	report heap-destroy-uaf 32 READ "use of a block after its heap was destroyed"
+fi
 
 echo "check-asan-poison: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -8,8 +8,9 @@
  *
  *   misuse MODE     uaf | overflow | overflow-tail | leak | uninit | large-uaf |
  *                   large-overflow | realloc-uaf | slack | clean
+ *                   heap-destroy-uaf | heap-clean          (with CONFIG_HEAPS)
  *
- * slack and clean use their blocks correctly: the checker must report nothing.
+ * slack, clean and heap-clean use their blocks correctly: the checker must report nothing.
  *
  * The blocks misused are never the first of their page (the page descriptor points at that one,
  * which makes a leaked block "still reachable" for memcheck): each mode first takes a block of
@@ -17,6 +18,7 @@
  * memcheck describes an address a little past a live block's end (it allows for a redzone,
  * seen at 8 and 20 bytes) as lying after that block, and sefer's blocks have no redzones.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,66 @@
 static volatile unsigned char sink;
 
 static void *keep[4];
+
+#ifdef CONFIG_HEAPS
+static bool count_block(void *block, size_t usable, void *arg)
+{
+	(void)block;
+	(void)usable;
+	++*(size_t *)arg;
+	return true;
+}
+
+/* The first-class heap modes: a block of a destroyed heap, and a heap's whole life. */
+static int heap_mode(const char *mode)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	unsigned char *p, *q;
+	size_t n = 0;
+
+	if (!strcmp(mode, "heap-destroy-uaf")) {
+		/* a read of a block after its heap was destroyed */
+		keep[1] = sefer_heap_malloc(h, 64);
+		p = sefer_heap_malloc(h, 64);
+		printf("heap-destroy-uaf: block %p size 64\n", (void *)p);
+		memset(p, 1, 64);
+		sefer_heap_destroy(h);
+		sink = p[32];
+		return 0;
+	}
+	if (!strcmp(mode, "heap-clean")) {
+		/* every call of a heap used correctly, then its memory reused by the default heap */
+		p = sefer_heap_calloc(h, 3, 100);
+		for (size_t i = 0; i < 300; i++)
+			n += p[i];
+		p = sefer_heap_realloc(h, p, 3000);
+		memset(p + 300, 2, 2700);
+		q = sefer_heap_aligned_alloc(h, 512, 700);
+		memset(q, 3, 700);
+		for (int i = 0; i < 500; i++)
+			memset(sefer_heap_malloc(h, (size_t)i % 900 + 1), 4, (size_t)i % 900 + 1);
+		memset(sefer_heap_malloc(h, 2 << 20), 5, 2 << 20);
+		sefer_free(q);
+		sefer_heap_visit(h, count_block, &n);
+		sefer_heap_destroy(h);
+		for (int i = 0; i < 500; i++) {
+			q = sefer_malloc((size_t)i % 900 + 1);
+			memset(q, 6, (size_t)i % 900 + 1);
+			sefer_free(q);
+		}
+		printf("heap-clean: %zu\n", n);
+		return 0;
+	}
+	sefer_heap_destroy(h);
+	return -1;
+}
+#else
+static int heap_mode(const char *mode)
+{
+	(void)mode;
+	return -1;
+}
+#endif
 
 static void *block(size_t size, const char *what)
 {
@@ -142,7 +204,7 @@ int main(int argc, char **argv)
 		sefer_free(q);
 		sefer_free(big);
 		printf("clean: %zu\n", sum);
-	} else {
+	} else if (heap_mode(mode) < 0) {
 		fprintf(stderr, "misuse: unknown mode %s\n", mode);
 		return 2;
 	}
