@@ -21,7 +21,9 @@ pass=0 fail=0
 # Valgrind (3.19) replaces the malloc family of whichever object defines it, libsefer.so or a
 # program linked with libsefer.a, unless --soname-synonyms names another: a pattern that
 # matches no object keeps sefer's own malloc, whose blocks CONFIG_VALGRIND describes.
-vg=(valgrind --error-exitcode=99 --leak-check=full --num-callers=12
+# --fair-sched=yes: valgrind runs one thread at a time, and without it a thread that spins
+# waiting for another (the threads suite's producer and consumer) can starve it for minutes.
+vg=(valgrind --error-exitcode=99 --leak-check=full --num-callers=12 --fair-sched=yes
 	--soname-synonyms=somalloc=no-such-object)
 
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
@@ -104,7 +106,8 @@ fi
 # with RLIMIT_AS, exec'd children), decommit and generations (their RSS checks count valgrind's
 # own memory; decommit alone takes 60 s under valgrind) and heaps (over three minutes under
 # valgrind: the heap-* misuse modes above cover what the annotations do for heaps).
-SEFER_TEST_SKIP="process decommit generations heaps" \
+# Check's per-test timeouts are for native speed: ten times longer under valgrind.
+SEFER_TEST_SKIP="process decommit generations heaps" CK_TIMEOUT_MULTIPLIER=10 \
 	"${vg[@]}" --leak-check=no "$dir/selftest/unit/sefer-unit" >"$out/unit.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' "$out/unit.log" &&
