@@ -42,6 +42,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from genfile import write_if_changed  # noqa: E402
+
 FEATURE_MACROS = ("_GNU_SOURCE", "_DEFAULT_SOURCE", "_POSIX_C_SOURCE", "_XOPEN_SOURCE")
 SKIP_WORDS = {"typedef", "static", "_Static_assert", "static_assert", "asm", "__asm__"}
 IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -633,24 +636,14 @@ def main():
 
     os.makedirs(a.out, exist_ok=True)
     for name, t in (("sefer.c", text), ("sefer.h", hdr_text)):
-        write_if_changed(os.path.join(a.out, name), t)
+        write_if_changed(os.path.join(a.out, name), t, key=undated)
     print("  AMALG    %s/sefer.c: %d sources, %d files, %d internal declarations" % (
         os.path.relpath(os.path.abspath(a.out), objtree), len(a.sources), am.stats["files"], am.stats["internal"]))
 
 
-def write_if_changed(path, text):
-    """Write text unless the file holds it already, the Date line aside."""
-    def undated(t):
-        return re.sub(r"^ \* Date: .*$", "", t, count=1, flags=re.M)
-    try:
-        with open(path) as f:
-            if undated(f.read()) == undated(text):
-                return
-    except OSError:
-        pass
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+def undated(text):
+    """The text without its Date line: a new date alone is no change."""
+    return re.sub(r"^ \* Date: .*$", "", text, count=1, flags=re.M)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kconfig import write_if_changed  # noqa: E402 (one copy, in kconfig.py)
+from genfile import write_if_changed  # noqa: E402
 
 HEAD = """/* SPDX-License-Identifier: MIT */
 /*

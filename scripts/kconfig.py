@@ -35,6 +35,9 @@ import os
 import random
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from genfile import write_if_changed  # noqa: E402
+
 try:
     import kconfiglib
 except ImportError:
@@ -157,18 +160,6 @@ def policy_dirs(kconf):
             if d not in dirs:
                 dirs.append(d)
     return dirs
-
-
-def write_if_changed(path, text):
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def out_config():
