@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sefer/compiler.h"
+
 /* IS_ENABLED(CONFIG_FOO): 1 when CONFIG_FOO is defined to 1 by autoconf.h, else 0. */
 #define __SEFER_ARG_PLACEHOLDER_1 0,
 #define __sefer_take_second(ignored, val, ...) val

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sefer/compiler.h"
+
 /* Filled by init(). */
 struct sefer_os_info {
 	size_t page_size;	/* OS page size: unit of commit/decommit/purge */
