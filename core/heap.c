@@ -319,7 +319,7 @@ void heap_abandon(struct heap *heap)
 
 /* Take seg off the abandoned list (its owner CAS won: adopted, or held and emptied).
  * abandoned_lock held. */
-static void abandoned_unlink(struct segment *seg)
+static void abandoned_unlink(struct segment *seg) __must_hold(&abandoned_lock)
 {
 	if (seg->prev)
 		seg->prev->next = seg->next;
@@ -419,7 +419,8 @@ void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 }
 
 /* Lock order: pool_lock -> every first-class heap's large_lock -> abandoned_lock -> ... */
-void heap_fork_prepare(void)
+void heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
+	__acquires(spare_lock)
 {
 	spin_lock(&pool_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
@@ -428,7 +429,8 @@ void heap_fork_prepare(void)
 	spare_fork_prepare();
 }
 
-void heap_fork_parent(void)
+void heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock)
 {
 	spare_fork_parent();
 	spin_unlock(&abandoned_lock);
@@ -437,7 +439,8 @@ void heap_fork_parent(void)
 	spin_unlock(&pool_lock);
 }
 
-void heap_fork_child(void)
+void heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock)
 {
 	spare_fork_child();
 	spin_reset(&abandoned_lock);

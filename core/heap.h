@@ -161,9 +161,14 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
-void heap_fork_prepare(void) SEFER_INTERNAL;
-void heap_fork_parent(void) SEFER_INTERNAL;
-void heap_fork_child(void) SEFER_INTERNAL;
+/* Fork handlers: prepare returns holding pool_lock, abandoned_lock and spare_lock (in that
+ * order), parent and child drop them. */
+void heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
+	__acquires(spare_lock) SEFER_INTERNAL;
+void heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock) SEFER_INTERNAL;
+void heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock) SEFER_INTERNAL;
 
 /* page.c */
 void queue_push_front(struct page_queue *q, struct page *pg) SEFER_INTERNAL;

@@ -27,19 +27,23 @@ uint64_t sefer_shuffle_key;
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
 
-static void fork_prepare(void)
+/* The locks of heap.c (pool, abandoned), segment.c (spare) and the registry (sync.h). */
+static void fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
+	__acquires(spare_lock) __acquires(reg_lock)
 {
 	heap_fork_prepare();
 	sync_fork_prepare();
 }
 
-static void fork_parent(void)
+static void fork_parent(void) __releases(pool_lock) __releases(abandoned_lock)
+	__releases(spare_lock) __releases(reg_lock)
 {
 	sync_fork_parent();
 	heap_fork_parent();
 }
 
-static void fork_child(void)
+static void fork_child(void) __releases(pool_lock) __releases(abandoned_lock)
+	__releases(spare_lock) __releases(reg_lock)
 {
 	sync_fork_child();
 	heap_fork_child();

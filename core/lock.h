@@ -25,26 +25,39 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static inline void spin_lock(struct spinlock *l)
+/*
+ * The context annotations (include/sefer/compiler.h) let sparse (make C=2) count, along every
+ * path of a function, the locks taken and dropped: a function that returns holding a lock it
+ * does not declare with __acquires, or drops one it does not declare with __releases, is
+ * reported.
+ */
+static inline void spin_lock(struct spinlock *l) __acquires(l)
 {
 	for (;;) {
 		/* acquire: the critical section sees every write made under the previous holder. */
-		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) {
+			__acquire(l);
 			return;
+		}
 		while (atomic_load_explicit(&l->v, memory_order_relaxed))
 			cpu_relax();
 	}
 }
 
-static inline void spin_unlock(struct spinlock *l)
+static inline void spin_unlock(struct spinlock *l) __releases(l)
 {
+	__release(l);
 	/* release: publishes the critical section's writes to the next acquirer. */
 	atomic_store_explicit(&l->v, 0, memory_order_release);
 }
 
-/* In a fork child only the forking thread exists: locks held at fork are reset. */
-static inline void spin_reset(struct spinlock *l)
+/*
+ * In a fork child only the forking thread exists: locks held at fork are reset. Called only
+ * by the child's fork handlers, on the locks the prepare handlers took: a release.
+ */
+static inline void spin_reset(struct spinlock *l) __releases(l)
 {
+	__release(l);
 	atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
 

@@ -270,17 +270,17 @@ uint64_t spare_purge(uint64_t now, bool force)
 	return next;
 }
 
-void spare_fork_prepare(void)
+void spare_fork_prepare(void) __acquires(spare_lock)
 {
 	spin_lock(&spare_lock);
 }
 
-void spare_fork_parent(void)
+void spare_fork_parent(void) __releases(spare_lock)
 {
 	spin_unlock(&spare_lock);
 }
 
-void spare_fork_child(void)
+void spare_fork_child(void) __releases(spare_lock)
 {
 	spin_reset(&spare_lock);
 }

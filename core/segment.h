@@ -425,8 +425,8 @@ void purge_dirty(struct segment *seg) SEFER_INTERNAL;
 uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void global_purge_at(uint64_t when) SEFER_INTERNAL;
 extern _Atomic(uint64_t) sefer_purge_at SEFER_INTERNAL;
-void spare_fork_prepare(void) SEFER_INTERNAL;
-void spare_fork_parent(void) SEFER_INTERNAL;
-void spare_fork_child(void) SEFER_INTERNAL;
+void spare_fork_prepare(void) __acquires(spare_lock) SEFER_INTERNAL;
+void spare_fork_parent(void) __releases(spare_lock) SEFER_INTERNAL;
+void spare_fork_child(void) __releases(spare_lock) SEFER_INTERNAL;
 
 #endif

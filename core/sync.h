@@ -36,8 +36,9 @@ void sync_registry_del(struct sync_node *n) SEFER_INTERNAL;
 void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg) SEFER_INTERNAL;
 /* Wait until no reader that started before this call is still inside the registry. */
 void sync_synchronize(void) SEFER_INTERNAL;
-void sync_fork_prepare(void) SEFER_INTERNAL;
-void sync_fork_parent(void) SEFER_INTERNAL;
-void sync_fork_child(void) SEFER_INTERNAL;
+/* Fork handlers: prepare returns holding the registry lock, parent and child drop it. */
+void sync_fork_prepare(void) __acquires(reg_lock) SEFER_INTERNAL;
+void sync_fork_parent(void) __releases(reg_lock) SEFER_INTERNAL;
+void sync_fork_child(void) __releases(reg_lock) SEFER_INTERNAL;
 
 #endif

@@ -73,17 +73,17 @@ void sync_synchronize(void)
 		cpu_relax();
 }
 
-void sync_fork_prepare(void)
+void sync_fork_prepare(void) __acquires(reg_lock)
 {
 	spin_lock(&reg_lock);
 }
 
-void sync_fork_parent(void)
+void sync_fork_parent(void) __releases(reg_lock)
 {
 	spin_unlock(&reg_lock);
 }
 
-void sync_fork_child(void)
+void sync_fork_child(void) __releases(reg_lock)
 {
 	spin_reset(&reg_lock);
 	atomic_store_explicit(&readers, 0, memory_order_relaxed);

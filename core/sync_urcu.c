@@ -46,19 +46,19 @@ void sync_synchronize(void)
 	urcu_bp_synchronize_rcu();
 }
 
-void sync_fork_prepare(void)
+void sync_fork_prepare(void) __acquires(reg_lock)
 {
 	spin_lock(&reg_lock);
 	urcu_bp_before_fork();
 }
 
-void sync_fork_parent(void)
+void sync_fork_parent(void) __releases(reg_lock)
 {
 	urcu_bp_after_fork_parent();
 	spin_unlock(&reg_lock);
 }
 
-void sync_fork_child(void)
+void sync_fork_child(void) __releases(reg_lock)
 {
 	urcu_bp_after_fork_child();
 	spin_reset(&reg_lock);
