@@ -449,9 +449,8 @@ void heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
 	spin_reset(&pool_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer_heap != &heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
-		if (sefer_os.random_bytes)
-			sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key));
-		else
+		if (!sefer_os.random_bytes ||
+		    !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key)))
 			sefer_shuffle_key ^= sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 		heap_shuffle_seed(sefer_heap);
 	}

@@ -151,13 +151,13 @@ static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
 		if (((pg) = &(seg)->pages[idx])->span)
 
 /* heap.c */
-struct heap *heap_init_thread(void) SEFER_INTERNAL;
-struct heap *heap_struct_get(void) SEFER_INTERNAL;
+__must_check struct heap *heap_init_thread(void) SEFER_INTERNAL;
+__must_check struct heap *heap_struct_get(void) SEFER_INTERNAL;
 void heap_struct_put(struct heap *heap) SEFER_INTERNAL;
 void heap_setup(struct heap *heap) SEFER_INTERNAL;
 void heap_reset(struct heap *heap) SEFER_INTERNAL;
 void heap_abandon(struct heap *heap) SEFER_INTERNAL;
-bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
+__must_check bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
@@ -175,7 +175,7 @@ void queue_push_front(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void queue_push_back(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void queue_remove(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void heap_direct_update(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
+__must_check struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_collect(struct page *pg) SEFER_INTERNAL;
 bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
 void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;

@@ -42,7 +42,7 @@ bool option_uint(const char *name, uint64_t *out) SEFER_INTERNAL;
 bool option_size(const char *name, uint64_t *out) SEFER_INTERNAL;
 
 /* Pure parsers (unit-tested): true on success. */
-bool parse_uint(const char *s, uint64_t *out) SEFER_INTERNAL;
-bool parse_size(const char *s, uint64_t *out) SEFER_INTERNAL;
+__must_check bool parse_uint(const char *s, uint64_t *out) SEFER_INTERNAL;
+__must_check bool parse_size(const char *s, uint64_t *out) SEFER_INTERNAL;
 
 #endif

@@ -344,7 +344,7 @@ static inline size_t large_block_offset(size_t align)
 	return align_up(__builtin_offsetof(struct segment, pages), a);
 }
 
-bool large_guard_place(struct segment *seg, size_t off, size_t size) SEFER_INTERNAL;
+__must_check bool large_guard_place(struct segment *seg, size_t off, size_t size) SEFER_INTERNAL;
 size_t large_guard_bytes(void) SEFER_INTERNAL;
 
 /* The most a large segment can hold `off` bytes in: what follows, less the guard page. */
@@ -408,11 +408,11 @@ static inline uintptr_t page_live_base(struct segment *seg)
 }
 
 /* segment.c */
-struct segment *segment_alloc_small(struct heap *heap) SEFER_INTERNAL;
-struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align) SEFER_INTERNAL;
+__must_check struct segment *segment_alloc_small(struct heap *heap) SEFER_INTERNAL;
+__must_check struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align) SEFER_INTERNAL;
 void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_release(struct segment *seg) SEFER_INTERNAL;
-struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
+__must_check struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;

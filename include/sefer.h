@@ -35,7 +35,17 @@ extern "C" {
 #define SEFER_API __attribute__((visibility("default")))
 #endif
 
-SEFER_API void *sefer_malloc(size_t size);
+/*
+ * A result that must not be dropped (a dropped block is a leak; a dropped realloc result loses
+ * the block when it moved): glibc marks its realloc and posix_memalign the same way.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define SEFER_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define SEFER_MUST_CHECK
+#endif
+
+SEFER_API SEFER_MUST_CHECK void *sefer_malloc(size_t size);
 SEFER_API void sefer_free(void *p);
 /*
  * C23's sized frees: size (and alignment) as passed to the call that allocated p. With
@@ -44,14 +54,14 @@ SEFER_API void sefer_free(void *p);
  */
 SEFER_API void sefer_free_sized(void *p, size_t size);
 SEFER_API void sefer_free_aligned_sized(void *p, size_t alignment, size_t size);
-SEFER_API void *sefer_calloc(size_t n, size_t size);
-SEFER_API void *sefer_realloc(void *p, size_t size);
-SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size);
-SEFER_API void *sefer_aligned_alloc(size_t alignment, size_t size);
-SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size);
-SEFER_API void *sefer_memalign(size_t alignment, size_t size);
-SEFER_API void *sefer_valloc(size_t size);
-SEFER_API void *sefer_pvalloc(size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_calloc(size_t n, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_realloc(void *p, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_reallocarray(void *p, size_t n, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_aligned_alloc(size_t alignment, size_t size);
+SEFER_API SEFER_MUST_CHECK int sefer_posix_memalign(void **out, size_t alignment, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_memalign(size_t alignment, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_valloc(size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_pvalloc(size_t size);
 SEFER_API size_t sefer_usable_size(const void *p);
 
 /*

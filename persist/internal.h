@@ -61,14 +61,14 @@ bool pio_crashed(void);
 uint64_t pio_calls(void);
 uint64_t pio_faults(void);
 
-sefer_file_t pio_open(const char *path, int flags);
+__must_check sefer_file_t pio_open(const char *path, int flags);
 void pio_close(sefer_file_t f);
-int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);	/* all or -errno */
-int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);	/* all or -errno */
-int pio_sync(sefer_file_t f);
-int pio_truncate(sefer_file_t f, uint64_t len);
-int64_t pio_size(sefer_file_t f);
-int pio_lock(sefer_file_t f);
+__must_check int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);	/* all or -errno */
+__must_check int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);	/* all or -errno */
+__must_check int pio_sync(sefer_file_t f);
+__must_check int pio_truncate(sefer_file_t f, uint64_t len);
+__must_check int64_t pio_size(sefer_file_t f);
+__must_check int pio_lock(sefer_file_t f);
 
 /* ---------------------------------------------------------------- store.c */
 #define PSTORE_HDR_BYTES 512
@@ -95,9 +95,9 @@ void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *
 /* prec_entries callback: pcache_apply into the store's own cache (arg: the store). */
 void pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len);
 /* Payload bytes [off, off + len): cached pages from memory, the others from disk. */
-int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf, size_t len);
+__must_check int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf, size_t len);
 /* Write every cached page in place, in file order (unsynced); grows s->file_len to cover. */
-int pcache_write_back(const struct pcache *c, struct pstore *s);
+__must_check int pcache_write_back(const struct pcache *c, struct pstore *s);
 void pcache_drop(struct pcache *c);
 
 struct precbuf {		/* a growable byte buffer of log records */
@@ -140,11 +140,11 @@ struct pstore_open_info {
 	uint64_t replayed, trimmed;
 };
 
-int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err, size_t elen);
-int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
+__must_check int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err, size_t elen);
+__must_check int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
 		size_t elen);
 /* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
-int pstore_finish_open(struct pstore *s, uint64_t *trimmed);
+__must_check int pstore_finish_open(struct pstore *s, uint64_t *trimmed);
 int pstore_close(struct pstore *s, bool clean);
 
 /*
@@ -160,24 +160,24 @@ void pstore_tx_len(struct pstore *s, uint64_t len);
 size_t pstore_tx_size(struct pstore *s);
 int pstore_tx_end(struct pstore *s, uint64_t *seq);	/* *seq = 0: empty record */
 void pstore_tx_abort(struct pstore *s);
-int pstore_wait(struct pstore *s, uint64_t seq);
+__must_check int pstore_wait(struct pstore *s, uint64_t seq);
 /* Group commit: an op starts / has appended its record (or will append none). */
 void pstore_op_begin(struct pstore *s);
 void pstore_op_appended(struct pstore *s);
 size_t pstore_max_record(struct pstore *s);
 
 /* Reads see every appended record, synced or not. */
-int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len);
-int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w);
+__must_check int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len);
+__must_check int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w);
 /* As pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
-int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len);
+__must_check int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len);
 uint64_t pstore_len(struct pstore *s);
-int pstore_sync_all(struct pstore *s);
+__must_check int pstore_sync_all(struct pstore *s);
 
 /* The plain durable byte stack: each call is one record and returns after its sync. */
-int pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
-int pstore_discard(struct pstore *s, uint64_t len);
-int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len);
+__must_check int pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
+__must_check int pstore_discard(struct pstore *s, uint64_t len);
+__must_check int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len);
 
 /* ---------------------------------------------------------------- allocators */
 #define PA_HDR_END 504		/* first block header; user offsets are 16-byte aligned */
@@ -215,15 +215,15 @@ struct sefer_palloc_ops {
 	const char *name;
 	char magic[4];
 	bool group_commit;
-	int (*create)(struct palloc *pa);
-	int (*open)(struct palloc *pa, bool scan, struct sefer_precovery *rep);
-	int (*alloc)(struct palloc *pa, uint64_t size, uint64_t *off);
-	int (*realloc)(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff);
-	int (*free)(struct palloc *pa, uint64_t off);
+	__must_check int (*create)(struct palloc *pa);
+	__must_check int (*open)(struct palloc *pa, bool scan, struct sefer_precovery *rep);
+	__must_check int (*alloc)(struct palloc *pa, uint64_t size, uint64_t *off);
+	__must_check int (*realloc)(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff);
+	__must_check int (*free)(struct palloc *pa, uint64_t off);
 	uint64_t (*usable)(struct palloc *pa, uint64_t off);
-	int (*verify)(struct palloc *pa, struct sefer_pverify *v);
+	__must_check int (*verify)(struct palloc *pa, struct sefer_pverify *v);
 	int (*walk)(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg);
-	int (*compact)(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
+	__must_check int (*compact)(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
 	void (*stats)(struct palloc *pa, struct sefer_pstats *st);
 	void (*close)(struct palloc *pa);
 };
@@ -246,8 +246,8 @@ struct palloc {
 extern const struct sefer_palloc_ops pa_segregated_ops, pa_firstfit_ops, pa_bestfit_ops;
 
 /* Shared allocator-header helpers (pstore.c). */
-int pa_header_create(struct palloc *pa, unsigned nlists);
-int pa_header_open(struct palloc *pa, unsigned nlists);
+__must_check int pa_header_create(struct palloc *pa, unsigned nlists);
+__must_check int pa_header_open(struct palloc *pa, unsigned nlists);
 int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val);	/* checked read */
 void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val);	/* checked tx write */
 int pa_commit(struct palloc *pa);	/* pstore_tx_end into pa->seq; failure kills pa */

@@ -56,7 +56,7 @@ struct sefer_os_ops {
 	 * node hint or SEFER_NO_NODE; the backend may ignore it (the numa policy binds
 	 * explicitly). Returns NULL on failure (the core sets errno = ENOMEM).
 	 */
-	void *(*reserve)(size_t size, size_t align, int node);
+	__must_check void *(*reserve)(size_t size, size_t align, int node);
 
 	/* Release a whole reservation made by reserve(addr, size, ...). */
 	void (*release)(void *addr, size_t size);
@@ -65,10 +65,10 @@ struct sefer_os_ops {
 	 * Make [addr, addr+size) usable again after decommit(). Sets *is_zero when the range is
 	 * known to read as zero. Returns false on failure. NULL slot: memory is always committed.
 	 */
-	bool (*commit)(void *addr, size_t size, bool *is_zero);
+	__must_check bool (*commit)(void *addr, size_t size, bool *is_zero);
 
 	/* Return the physical memory of a range; it must be commit()ed before reuse. */
-	bool (*decommit)(void *addr, size_t size);
+	__must_check bool (*decommit)(void *addr, size_t size);
 
 	/*
 	 * Give the physical memory of a range back to the OS while keeping it usable. With
@@ -88,10 +88,10 @@ struct sefer_os_ops {
 	 * (the range is then left as it was). NULL slot: no guard pages (the option does
 	 * nothing).
 	 */
-	bool (*protect)(void *addr, size_t size, bool none);
+	__must_check bool (*protect)(void *addr, size_t size, bool none);
 
 	/* Bind [addr, addr+size) to `node` (strict: only that node). Returns 0 or -errno. */
-	int (*bind_node)(void *addr, size_t size, int node, bool strict);
+	__must_check int (*bind_node)(void *addr, size_t size, int node, bool strict);
 
 	/* The NUMA node of the calling thread's CPU, or SEFER_NO_NODE. */
 	int (*current_node)(void);
@@ -124,7 +124,7 @@ struct sefer_os_ops {
 	void (*keep_err)(void);
 
 	/* Fill buf with random bytes (for hardening keys); false if no source is available. */
-	bool (*random_bytes)(void *buf, size_t len);
+	__must_check bool (*random_bytes)(void *buf, size_t len);
 
 	/*
 	 * Arrange for fn(arg) to be called when the calling thread exits, with arg the value
@@ -143,18 +143,18 @@ struct sefer_os_ops {
 	 * SEFER_OPEN_CREATE the file's directory entry is durable before it returns (POSIX: the
 	 * parent directory is fsynced; Windows: NTFS journals the create, flushed by sync).
 	 */
-	sefer_file_t (*open_file)(const char *path, int flags);
+	__must_check sefer_file_t (*open_file)(const char *path, int flags);
 	void (*close_file)(sefer_file_t f);
 	/* Positional I/O. Return the byte count done (short counts are possible) or -errno. */
-	int64_t (*pread)(sefer_file_t f, void *buf, size_t len, uint64_t off);
-	int64_t (*pwrite)(sefer_file_t f, const void *buf, size_t len, uint64_t off);
+	__must_check int64_t (*pread)(sefer_file_t f, void *buf, size_t len, uint64_t off);
+	__must_check int64_t (*pwrite)(sefer_file_t f, const void *buf, size_t len, uint64_t off);
 	/* Make every completed write durable (fdatasync, F_FULLFSYNC, FlushFileBuffers). */
-	int (*sync)(sefer_file_t f);
-	int (*truncate)(sefer_file_t f, uint64_t len);
+	__must_check int (*sync)(sefer_file_t f);
+	__must_check int (*truncate)(sefer_file_t f, uint64_t len);
 	/* File size in bytes, or -errno. */
-	int64_t (*file_size)(sefer_file_t f);
+	__must_check int64_t (*file_size)(sefer_file_t f);
 	/* Take an exclusive lock on the whole file without waiting: 0, -EWOULDBLOCK, -errno. */
-	int (*lock_file)(sefer_file_t f);
+	__must_check int (*lock_file)(sefer_file_t f);
 };
 
 /* The selected backend, defined in backends/<os>/. */

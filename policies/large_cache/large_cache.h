@@ -41,12 +41,12 @@ extern struct large_cache_options large_cache_opt SEFER_INTERNAL;
 extern uint64_t (*large_cache_clock)(void) SEFER_INTERNAL;
 
 void large_cache_read_options(void) SEFER_INTERNAL;
-bool large_cache_init(void) SEFER_INTERNAL;
+__must_check bool large_cache_init(void) SEFER_INTERNAL;
 void large_cache_heap_exit(struct heap *h) SEFER_INTERNAL;
 void large_cache_collect(struct heap *h, bool force) SEFER_INTERNAL;
 struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
 	SEFER_INTERNAL;
-bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
+__must_check bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
 void large_cache_print_stats(void) SEFER_INTERNAL;
 
 /*

@@ -6,7 +6,7 @@
 #ifndef SEFER_POLICY_NUMA_H
 #define SEFER_POLICY_NUMA_H
 
-bool numa_policy_init(void) SEFER_INTERNAL;
+__must_check bool numa_policy_init(void) SEFER_INTERNAL;
 int numa_segment_node(struct heap *h) SEFER_INTERNAL;
 void numa_segment_placed(void *addr, size_t size, int node) SEFER_INTERNAL;
 void numa_print_stats(void) SEFER_INTERNAL;

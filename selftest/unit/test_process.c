@@ -21,6 +21,8 @@
 #include "unit.h"
 
 static char out[8192];
+/* Blocks a child allocates only to keep their page in use (sefer_malloc is warn_unused_result). */
+static void *volatile kept;
 
 static void *free_it(void *p)
 {
@@ -70,7 +72,7 @@ int child_main(const char *mode)
 		pthread_t t;
 
 		p = sefer_malloc(64);
-		sefer_malloc(64); /* keep the page alive */
+		kept = sefer_malloc(64); /* keep the page alive */
 		fprintf(stderr, "addr=%p\n", (void *)p);
 		pthread_create(&t, NULL, free_it, p);
 		pthread_join(t, NULL);
@@ -84,7 +86,7 @@ int child_main(const char *mode)
 		bool interior = !strcmp(mode, "xthread-interior");
 
 		p = sefer_malloc(64);
-		sefer_malloc(64); /* keep the page alive */
+		kept = sefer_malloc(64); /* keep the page alive */
 		fprintf(stderr, "addr=%p\n", (void *)(interior ? p + 16 : p));
 		if (!strcmp(mode, "xthread-after-collect")) {
 			pthread_create(&t, NULL, free_it, p);
@@ -155,7 +157,7 @@ int child_main(const char *mode)
 		fprintf(stderr, "addr=%p\n", (void *)p);
 		memset(p, 0x41, 8);
 		for (int i = 0; i < 100000; i++)
-			sefer_malloc(64);
+			kept = sefer_malloc(64);
 		return 0; /* not reached with CONFIG_HARDENED */
 	}
 	if (!strcmp(mode, "bad-env")) {
