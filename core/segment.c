@@ -138,7 +138,10 @@ bool large_guard_place(struct segment *seg, size_t off, size_t size)
 		if (!sefer_os.protect(guard, g, true))
 			return false;
 		if (seg->large_guard && !sefer_os.protect(seg->large_guard, g, false)) {
-			sefer_os.protect(guard, g, false);
+			/* a page left inaccessible here would fault inside this block or a later
+			 * one, far from the cause: stop at the cause instead */
+			if (!sefer_os.protect(guard, g, false))
+				report_corruption("guard page cannot be lifted", guard);
 			return false;
 		}
 		seg->large_guard = guard;

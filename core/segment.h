@@ -409,7 +409,8 @@ static inline uintptr_t page_live_base(struct segment *seg)
 
 /* segment.c */
 __must_check struct segment *segment_alloc_small(struct heap *heap) SEFER_INTERNAL;
-__must_check struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align) SEFER_INTERNAL;
+__must_check struct segment *segment_alloc_large(struct heap *heap, size_t size,
+						 size_t align) SEFER_INTERNAL;
 void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_release(struct segment *seg) SEFER_INTERNAL;
 __must_check struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;

@@ -23,8 +23,15 @@ struct sync_node {
 };
 #else
 #include <stdatomic.h>
+/*
+ * next is read by lock-free walkers: under sparse it lives in the __sefer_rcu address space
+ * (include/sefer/compiler.h), so that only sync_c11.c's accessors, which state the memory
+ * order, can read or publish it; prev is the writers' alone (under the registry lock). A
+ * distinct address space only here, where the accessors exist: sparse follows address spaces
+ * through _Atomic and the atomic_* macros without complaint, so nothing else needs a cast.
+ */
 struct sync_node {
-	struct sync_node *_Atomic next;
+	struct sync_node __sefer_rcu *_Atomic next;
 	struct sync_node *prev;
 };
 #endif

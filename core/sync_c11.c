@@ -22,30 +22,42 @@
 #include "core/lock.h"
 #include "core/sync.h"
 
-static struct sync_node registry = { &registry, &registry };
+static struct sync_node registry = { .next = (struct sync_node __force __sefer_rcu *)&registry,
+				     .prev = &registry };
 static struct spinlock reg_lock = SPINLOCK_INIT;
 static atomic_long readers;
+
+/* The accessors of a published link (the __sefer_rcu space, core/sync.h), each with its order. */
+static inline struct sync_node *link_load(struct sync_node *n, memory_order mo)
+{
+	return (struct sync_node __force *)atomic_load_explicit(&n->next, mo);
+}
+
+static inline void link_store(struct sync_node *n, struct sync_node *next, memory_order mo)
+{
+	atomic_store_explicit(&n->next, (struct sync_node __force __sefer_rcu *)next, mo);
+}
 
 void sync_registry_add(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
-	struct sync_node *first = atomic_load_explicit(&registry.next, memory_order_relaxed);
+	struct sync_node *first = link_load(&registry, memory_order_relaxed);
 
-	atomic_store_explicit(&n->next, first, memory_order_relaxed);
+	link_store(n, first, memory_order_relaxed);
 	n->prev = &registry;
 	first->prev = n;
 	/* release: a reader that loads n from registry.next sees n->next initialised. */
-	atomic_store_explicit(&registry.next, n, memory_order_release);
+	link_store(&registry, n, memory_order_release);
 	spin_unlock(&reg_lock);
 }
 
 void sync_registry_del(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
-	struct sync_node *next = atomic_load_explicit(&n->next, memory_order_relaxed);
+	struct sync_node *next = link_load(n, memory_order_relaxed);
 
 	/* release: readers that follow prev->next reach next with its contents visible. */
-	atomic_store_explicit(&n->prev->next, next, memory_order_release);
+	link_store(n->prev, next, memory_order_release);
 	next->prev = n->prev;
 	spin_unlock(&reg_lock);
 }
@@ -55,8 +67,8 @@ void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 	atomic_fetch_add_explicit(&readers, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in sync_synchronize() (store-buffering, above). */
 	atomic_thread_fence(memory_order_seq_cst);
-	for (struct sync_node *n = atomic_load_explicit(&registry.next, memory_order_acquire);
-	     n != &registry; n = atomic_load_explicit(&n->next, memory_order_acquire))
+	for (struct sync_node *n = link_load(&registry, memory_order_acquire); n != &registry;
+	     n = link_load(n, memory_order_acquire))
 		fn(n, arg);
 	/* release: the reader's loads of node contents happen before the writer frees them (the
 	 * writer's acquire load of 0 reads the end of a release sequence of RMWs, so it
