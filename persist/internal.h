@@ -63,8 +63,9 @@ uint64_t pio_faults(void);
 
 __must_check sefer_file_t pio_open(const char *path, int flags);
 void pio_close(sefer_file_t f);
-__must_check int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);	/* all or -errno */
-__must_check int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);	/* all or -errno */
+/* pio_read and pio_write: all of len, or -errno */
+__must_check int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);
+__must_check int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);
 __must_check int pio_sync(sefer_file_t f);
 __must_check int pio_truncate(sefer_file_t f, uint64_t len);
 __must_check int64_t pio_size(sefer_file_t f);
@@ -95,7 +96,8 @@ void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *
 /* prec_entries callback: pcache_apply into the store's own cache (arg: the store). */
 void pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len);
 /* Payload bytes [off, off + len): cached pages from memory, the others from disk. */
-__must_check int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf, size_t len);
+__must_check int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf,
+			     size_t len);
 /* Write every cached page in place, in file order (unsynced); grows s->file_len to cover. */
 __must_check int pcache_write_back(const struct pcache *c, struct pstore *s);
 void pcache_drop(struct pcache *c);
@@ -140,9 +142,10 @@ struct pstore_open_info {
 	uint64_t replayed, trimmed;
 };
 
-__must_check int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err, size_t elen);
-__must_check int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
-		size_t elen);
+__must_check int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err,
+			       size_t elen);
+__must_check int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info,
+			     char *err, size_t elen);
 /* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
 __must_check int pstore_finish_open(struct pstore *s, uint64_t *trimmed);
 int pstore_close(struct pstore *s, bool clean);
@@ -218,7 +221,8 @@ struct sefer_palloc_ops {
 	__must_check int (*create)(struct palloc *pa);
 	__must_check int (*open)(struct palloc *pa, bool scan, struct sefer_precovery *rep);
 	__must_check int (*alloc)(struct palloc *pa, uint64_t size, uint64_t *off);
-	__must_check int (*realloc)(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff);
+	__must_check int (*realloc)(struct palloc *pa, uint64_t off, uint64_t size,
+				    uint64_t *newoff);
 	__must_check int (*free)(struct palloc *pa, uint64_t off);
 	uint64_t (*usable)(struct palloc *pa, uint64_t off);
 	__must_check int (*verify)(struct palloc *pa, struct sefer_pverify *v);
