@@ -124,6 +124,37 @@ check-warnings:
 		$(MAKE) -f $(srctree)/Makefile O=$(objtree)/warn-$$cc CC=$$cc EXTRA_CFLAGS=-Werror \
 			all test-bins decommit-tools >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
 
+# ---- sparse (make C=2, Documentation/debugging.rst): the library sources of this configuration
+# and of the other Linux ones (the alternate defconfigs, allyesconfig, the C11 registry), each
+# built from scratch with C=2 in $(objtree)/sparse-<name>. sparse exits 0 on warnings, so the
+# group reads its output: any "warning:" or "error:" line fails it. Without sparse it says so
+# and fails (scripts/install-deps installs it).
+sparse-configs := current linux_min hardened small_segments allyesconfig sync_c11
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+check-targets += check-sparse
+endif
+check-sparse:
+	$(Q)command -v $(CHECK) >/dev/null || \
+		{ echo "check-sparse: $(CHECK) not installed (scripts/install-deps installs it)"; exit 1; }
+	$(Q)bad=0; for c in $(sparse-configs); do \
+		d=$(objtree)/sparse-$$c; rm -rf $$d; mkdir -p $$d; \
+		case $$c in \
+		current) cp $(KCONFIG_CONFIG) $$d/.config ;; \
+		allyesconfig) KCONFIG_CONFIG=$$d/.config $(KCONFIG) allyesconfig >/dev/null ;; \
+		sync_c11) KCONFIG_CONFIG=$$d/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+			SYNC_C11=y >/dev/null ;; \
+		*) KCONFIG_CONFIG=$$d/.config $(KCONFIG) defconfig \
+			$(srctree)/configs/$${c}_defconfig >/dev/null ;; \
+		esac || exit 1; \
+		$(MAKE) -f $(srctree)/Makefile O=$$d C=2 CHECK=$(CHECK) all > $$d/sparse.log 2>&1; \
+		st=$$?; n=$$(grep -c 'CHECK ' $$d/sparse.log); \
+		if [ $$st -ne 0 ] || grep -qE ': (warning|error):' $$d/sparse.log; then \
+			grep -vE '^  (CC|CHECK|AR|LD|MAN) ' $$d/sparse.log; \
+			echo "FAIL $$c: sparse warnings in $$n files checked"; bad=1; \
+		else echo "ok   $$c: $$n files, no sparse warning"; fi; \
+	done; exit $$bad
+.PHONY: check-sparse
+
 # ---- alternate configurations run the whole unit suite and the stress test
 alt-configs := linux_min hardened small_segments
 ifeq ($(CONFIG_BACKEND_LINUX),y)
