@@ -5,6 +5,7 @@
 #   make [O=dir] [V=1] <name>_defconfig | defconfig | olddefconfig | savedefconfig | menuconfig
 #   make allnoconfig | allyesconfig | alldefconfig | randconfig | listnewconfig
 #   make [O=dir]            build the libraries, sefer-pstore, man pages (default config if none)
+#   make C=1 | C=2          ... and run sparse on the C files compiled / on all of them
 #   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
 #   make run                build the default config, run a real program and the headline benchmark
 #   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
@@ -380,6 +381,7 @@ Test targets (make check runs every group this configuration enables):
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
   check-warnings    - gcc and clang builds with -Werror
+  check-sparse      - make C=2 in six Linux configurations; fails on any sparse warning
   check-config-linux_min, check-config-hardened, check-config-small_segments
                     - Unit suites and stress test in alternate configurations
   check-allconfig   - allnoconfig (gcc) and allyesconfig (clang), built and tested
@@ -425,6 +427,10 @@ Run, benchmarks and measurements:
 Variables:
   O=dir             - Build output directory (default build)
   V=1               - Show the commands
+  C=1, C=2          - Run sparse on the library's C files that are compiled (C=1) or on
+                      all of them, compiled or not (C=2) (Documentation/debugging.rst)
+  CHECK=, CHECKFLAGS=
+                    - The checker C= runs (default sparse) and its extra flags
   CC=, CROSS_COMPILE=, EXTRA_CFLAGS=
                     - Compiler, toolchain prefix, extra flags for the library and tests
   KCONFIG_SEED=s    - randconfig's seed; check-randconfig's first seed
