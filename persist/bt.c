@@ -194,7 +194,7 @@ static int bt_give(struct palloc *pa, uint64_t b, uint64_t size, uint64_t pb, ui
 	return tree_insert(T(pa), size, b);
 }
 
-static int fail(struct palloc *pa, int r)
+static int fail(struct palloc *pa, int r) __releases(&pa->s->tx_lock)
 {
 	pstore_tx_abort(pa->s);
 	if (!pa->dead)

@@ -44,24 +44,24 @@ void pstore_op_begin(struct pstore *s)
 void pstore_op_appended(struct pstore *s)
 {
 	if (atomic_fetch_sub(&s->preparing, 1) == 1) {
-		pthread_mutex_lock(&s->lock);
+		pmutex_lock(&s->lock);
 		pthread_cond_broadcast(&s->appended);
-		pthread_mutex_unlock(&s->lock);
+		pmutex_unlock(&s->lock);
 	}
 }
 
 /* ---------------------------------------------------------------- records */
 
-void pstore_tx_begin(struct pstore *s)
+void pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock)
 {
-	pthread_mutex_lock(&s->tx_lock);
+	pmutex_lock(&s->tx_lock);
 	s->tx.len = 0;
 	s->tx.nrec = 0;		/* entry count while building */
 	s->tx_oom = pbuf_reserve(&s->tx, REC_HDR) != 0;
 	s->tx.len = REC_HDR;
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	s->tx_len = s->len;
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 }
 
 static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, size_t len)
@@ -83,22 +83,23 @@ static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, s
 	s->tx.nrec++;
 }
 
-void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val)
+void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val) __must_hold(&s->tx_lock)
 {
 	tx_put(s, off, val, NULL, 0);
 }
 
 void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
+	__must_hold(&s->tx_lock)
 {
 	tx_put(s, off | ENT_BLOB, len, buf, len);
 }
 
-void pstore_tx_len(struct pstore *s, uint64_t len)
+void pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock)
 {
 	s->tx_len = len;
 }
 
-size_t pstore_tx_size(struct pstore *s)
+size_t pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock)
 {
 	return s->tx.len;
 }
@@ -108,12 +109,12 @@ size_t pstore_max_record(struct pstore *s)
 	return s->wal_size / 4;
 }
 
-void pstore_tx_abort(struct pstore *s)
+void pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock)
 {
 	s->tx_oom = false;
 	s->tx.len = 0;
 	s->tx.nrec = 0;
-	pthread_mutex_unlock(&s->tx_lock);
+	pmutex_unlock(&s->tx_lock);
 }
 
 /*
@@ -148,7 +149,7 @@ static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 }
 
 /* Apply the (durable) flight batch to the page cache. Called with lock held. */
-static int apply_batch(struct pstore *s)
+static int apply_batch(struct pstore *s) __must_hold(&s->lock)
 {
 	struct precbuf *b = &s->flight;
 
@@ -163,7 +164,7 @@ static int apply_batch(struct pstore *s)
 }
 
 /* Lead or follow until record `seq` is durable. Called with lock held. */
-static int wait_locked(struct pstore *s, uint64_t seq)
+static int wait_locked(struct pstore *s, uint64_t seq) __must_hold(&s->lock)
 {
 	while (s->durable_seq <= seq && !s->err) {
 		if (s->leader) {
@@ -207,10 +208,10 @@ static int wait_locked(struct pstore *s, uint64_t seq)
 		s->pend.first_seq = s->next_seq;
 		s->pend_max_len = 0;
 		s->leader = true;
-		pthread_mutex_unlock(&s->lock);
+		pmutex_unlock(&s->lock);
 		int r = write_batch(s, dl, ml);
 
-		pthread_mutex_lock(&s->lock);
+		pmutex_lock(&s->lock);
 		if (r) {
 			s->err = r;
 		} else {
@@ -239,13 +240,13 @@ int pstore_wait(struct pstore *s, uint64_t seq)
 
 	if (!seq)
 		return 0;
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	r = wait_locked(s, seq);
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 	return r;
 }
 
-int pstore_tx_end(struct pstore *s, uint64_t *seqp)
+int pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
 {
 	uint64_t seq = 0;
 	bool flush = false;
@@ -260,7 +261,7 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp)
 		pstore_tx_abort(s);
 		return -E2BIG;
 	}
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	if (!s->tx.nrec && s->tx_len == s->len)
 		goto out;
 	if (s->pend.len + s->tx.len > s->wal_size / 2 && s->pend.nrec)
@@ -300,10 +301,10 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp)
 out:
 	if (flush)
 		r = wait_locked(s, seq);
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 	s->tx.len = 0;
 	s->tx.nrec = 0;
-	pthread_mutex_unlock(&s->tx_lock);
+	pmutex_unlock(&s->tx_lock);
 	return r;
 }
 
@@ -340,13 +341,13 @@ int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
 	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
 	int r;
 
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	r = pcache_read(&s->cache, s, off, buf, len);
 	if (!r) {
 		overlay(&s->flight, &c);
 		overlay(&s->pend, &c);
 	}
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 	return r;
 }
 
@@ -370,9 +371,9 @@ uint64_t pstore_len(struct pstore *s)
 {
 	uint64_t l;
 
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	l = s->len;
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 	return l;
 }
 
@@ -380,11 +381,11 @@ int pstore_sync_all(struct pstore *s)
 {
 	int r;
 
-	pthread_mutex_lock(&s->lock);
+	pmutex_lock(&s->lock);
 	r = s->next_seq > 1 ? wait_locked(s, s->next_seq - 1) : 0;
 	if (!r)
 		r = s->err;
-	pthread_mutex_unlock(&s->lock);
+	pmutex_unlock(&s->lock);
 	return r;
 }
 

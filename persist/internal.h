@@ -39,6 +39,24 @@ static inline uint64_t pword_val(uint64_t word)
 	return word & PW_MASK;
 }
 
+/*
+ * persist's mutexes, taken and dropped through these two so that sparse (make C=2) counts
+ * them: a path that returns holding one, or drops one it does not hold, is reported unless
+ * the function declares it (__acquires, __releases, __must_hold; include/sefer/compiler.h).
+ * pthread_cond_wait and pthread_cond_timedwait drop and retake the mutex: no change.
+ */
+static inline void pmutex_lock(pthread_mutex_t *m) __acquires(m)
+{
+	pthread_mutex_lock(m);
+	__acquire(m);
+}
+
+static inline void pmutex_unlock(pthread_mutex_t *m) __releases(m)
+{
+	__release(m);
+	pthread_mutex_unlock(m);
+}
+
 /* ---------------------------------------------------------------- io.c */
 /*
  * Every file access of persist/ goes through these wrappers over sefer_os. With a fault plan
@@ -156,13 +174,15 @@ int pstore_close(struct pstore *s, bool clean);
  * tx_end appends it and gives its seq (0 when the record is empty); pstore_wait(seq) returns
  * once that record is synced and applied to the page cache (or the store failed).
  */
-void pstore_tx_begin(struct pstore *s);
-void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val);
-void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len);
-void pstore_tx_len(struct pstore *s, uint64_t len);
-size_t pstore_tx_size(struct pstore *s);
-int pstore_tx_end(struct pstore *s, uint64_t *seq);	/* *seq = 0: empty record */
-void pstore_tx_abort(struct pstore *s);
+void pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock);
+void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val) __must_hold(&s->tx_lock);
+void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
+	__must_hold(&s->tx_lock);
+void pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock);
+size_t pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock);
+/* *seq = 0: an empty record */
+int pstore_tx_end(struct pstore *s, uint64_t *seq) __releases(&s->tx_lock);
+void pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock);
 __must_check int pstore_wait(struct pstore *s, uint64_t seq);
 /* Group commit: an op starts / has appended its record (or will append none). */
 void pstore_op_begin(struct pstore *s);
@@ -253,8 +273,9 @@ extern const struct sefer_palloc_ops pa_segregated_ops, pa_firstfit_ops, pa_best
 __must_check int pa_header_create(struct palloc *pa, unsigned nlists);
 __must_check int pa_header_open(struct palloc *pa, unsigned nlists);
 int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val);	/* checked read */
-void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val);	/* checked tx write */
-int pa_commit(struct palloc *pa);	/* pstore_tx_end into pa->seq; failure kills pa */
+/* A checked tx write; pa_commit: pstore_tx_end into pa->seq, a failure kills pa. */
+void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock);
+int pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock);
 int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w);	/* windowed arena reader */
 void pa_scan_end(struct palloc *pa);
 void pa_msg(struct palloc *pa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -63,7 +63,7 @@ static void undo_clear(sefer_file_t f)
 
 void pio_set_plan(const struct pio_plan *p)
 {
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	for (size_t i = 0; i < nundo; i++) {
 		free(undo[i].old);
 		free(undo[i].new);
@@ -76,7 +76,7 @@ void pio_set_plan(const struct pio_plan *p)
 		plan = *p;
 		rng = p->seed * 0x2545F4914F6CDD1DULL + 1;
 	}
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 }
 
 static int64_t raw_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
@@ -118,7 +118,7 @@ static int raw_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 }
 
 /* Roll back unsynced writes, then re-apply a random subset, reordered and torn. */
-static void crash_locked(void)
+static void crash_locked(void) __must_hold(&io_lock)
 {
 	if (plan.keep_all) {
 		for (size_t i = 0; i < nundo; i++) {
@@ -178,19 +178,19 @@ static void crash_locked(void)
 
 void pio_crash(void)
 {
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	if (!crashed)
 		crash_locked();
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 }
 
 bool pio_crashed(void)
 {
 	bool c;
 
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	c = crashed;
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	return c;
 }
 
@@ -208,7 +208,7 @@ uint64_t pio_faults(void)
  * Account one call: returns -EIO when crashed (or crashing now), 1 when this call is to fail,
  * else 0. Called with io_lock held.
  */
-static int step(void)
+static int step(void) __must_hold(&io_lock)
 {
 	if (crashed)
 		return -EIO;
@@ -260,7 +260,7 @@ int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 
 	if (!have_plan)
 		return (int)raw_write(f, buf, len, off);
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	r = step();
 	if (r < 0)
 		goto out;
@@ -284,7 +284,7 @@ int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 			r = w;
 	}
 out:
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	return r;
 }
 
@@ -294,13 +294,13 @@ int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 
 	if (!have_plan)
 		return raw_read(f, buf, len, off);
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	r = crashed ? -EIO : 0;
 	if (!r && plan.permille && rnd() % 4000 < plan.permille) {	/* reads fail 4x rarer */
 		nfaults++;
 		r = -EIO;
 	}
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	return r ? r : raw_read(f, buf, len, off);
 }
 
@@ -310,7 +310,7 @@ int pio_sync(sefer_file_t f)
 
 	if (!have_plan)
 		return sefer_os.sync(f);
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	r = step();
 	if (r == 1)
 		r = -EIO;	/* a failed sync: the unsynced writes stay undecided */
@@ -319,7 +319,7 @@ int pio_sync(sefer_file_t f)
 		if (r == 0)
 			undo_clear(f);
 	}
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	return r;
 }
 
@@ -329,13 +329,13 @@ int pio_truncate(sefer_file_t f, uint64_t len)
 
 	if (!have_plan)
 		return sefer_os.truncate(f, len);
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	r = step();
 	if (r == 1)
 		r = -EIO;
 	if (r == 0)
 		r = sefer_os.truncate(f, len);
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	return r;
 }
 
@@ -346,9 +346,9 @@ sefer_file_t pio_open(const char *path, int flags)
 
 void pio_close(sefer_file_t f)
 {
-	pthread_mutex_lock(&io_lock);
+	pmutex_lock(&io_lock);
 	undo_clear(f);
-	pthread_mutex_unlock(&io_lock);
+	pmutex_unlock(&io_lock);
 	sefer_os.close_file(f);
 }
 

@@ -72,12 +72,12 @@ int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val)
 	return 0;
 }
 
-void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val)
+void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock)
 {
 	pstore_tx_word(pa->s, off, pword_make(pa->salt, off, val));
 }
 
-int pa_commit(struct palloc *pa)
+int pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock)
 {
 	int r = pstore_tx_end(pa->s, &pa->seq);
 
@@ -356,7 +356,7 @@ int sefer_pstore_close(struct sefer_pstore *h)
 /* ---------------------------------------------------------------- operations */
 
 /* Wait for the op's record: after unlocking (group commit) or before. */
-static int finish(struct sefer_pstore *h, int r)
+static int finish(struct sefer_pstore *h, int r) __releases(&h->pa.lock)
 {
 	uint64_t seq = r ? 0 : h->pa.seq;
 
@@ -364,39 +364,36 @@ static int finish(struct sefer_pstore *h, int r)
 	if (h->s.async)
 		seq = 0;	/* SEFER_P_ASYNC: durable at the next sefer_psync() or flush */
 	if (h->pa.ops->group_commit) {
-		pthread_mutex_unlock(&h->pa.lock);
+		pmutex_unlock(&h->pa.lock);
 		pstore_op_appended(&h->s);
 		return r ? r : pstore_wait(&h->s, seq);
 	}
 	if (!r)
 		r = pstore_wait(&h->s, seq);
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	return r;
 }
 
-/* Every enter() that returns 0 is paired with finish() or leave(). */
-static int enter(struct sefer_pstore *h)
+/*
+ * Start an op: returns holding pa.lock, with 0 or the error that poisoned the allocator or its
+ * store. Every enter() is paired with finish() or, when it returned an error or the op
+ * appended nothing, leave(): one lock state on every return, so that sparse can check the
+ * pairing (Documentation/debugging.rst).
+ */
+static int enter(struct sefer_pstore *h) __acquires(&h->pa.lock)
 {
 	atomic_fetch_add_explicit(&h->ops, 1, memory_order_relaxed);
 	if (h->pa.ops->group_commit)
 		pstore_op_begin(&h->s);
-	pthread_mutex_lock(&h->pa.lock);
-	if (h->pa.dead || h->s.err) {
-		int r = h->pa.dead ? h->pa.dead : h->s.err;
-
-		pthread_mutex_unlock(&h->pa.lock);
-		if (h->pa.ops->group_commit)
-			pstore_op_appended(&h->s);
-		return r;
-	}
+	pmutex_lock(&h->pa.lock);
 	h->pa.seq = 0;
-	return 0;
+	return h->pa.dead ? h->pa.dead : h->s.err;
 }
 
 /* Leave an op that appended nothing. */
-static int leave(struct sefer_pstore *h, int r)
+static int leave(struct sefer_pstore *h, int r) __releases(&h->pa.lock)
 {
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	if (h->pa.ops->group_commit)
 		pstore_op_appended(&h->s);
 	return r;
@@ -406,14 +403,14 @@ int sefer_palloc(struct sefer_pstore *h, size_t size, uint64_t *off)
 {
 	int r = enter(h);
 
-	return r ? r : finish(h, h->pa.ops->alloc(&h->pa, size, off));
+	return r ? leave(h, r) : finish(h, h->pa.ops->alloc(&h->pa, size, off));
 }
 
 int sefer_pfree(struct sefer_pstore *h, uint64_t off)
 {
 	int r = enter(h);
 
-	return r ? r : finish(h, h->pa.ops->free(&h->pa, off));
+	return r ? leave(h, r) : finish(h, h->pa.ops->free(&h->pa, off));
 }
 
 int sefer_prealloc(struct sefer_pstore *h, uint64_t off, size_t size, uint64_t *newoff)
@@ -421,7 +418,7 @@ int sefer_prealloc(struct sefer_pstore *h, uint64_t off, size_t size, uint64_t *
 	int r = enter(h);
 
 	if (r)
-		return r;
+		return leave(h, r);
 	r = h->pa.ops->realloc(&h->pa, off, size, newoff);
 	if (r != -E2BIG)
 		return finish(h, r);
@@ -456,9 +453,9 @@ size_t sefer_pusable(struct sefer_pstore *h, uint64_t off)
 {
 	uint64_t u;
 
-	pthread_mutex_lock(&h->pa.lock);
+	pmutex_lock(&h->pa.lock);
 	u = h->pa.ops->usable(&h->pa, off);
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	return u;
 }
 
@@ -473,7 +470,7 @@ int sefer_pwrite(struct sefer_pstore *h, uint64_t off, uint64_t pos, const void 
 
 		r = enter(h);
 		if (r)
-			return r;
+			return leave(h, r);
 		uint64_t u = h->pa.ops->usable(&h->pa, off);
 
 		if (!u || pos + len > u || pos + len < pos)
@@ -502,7 +499,7 @@ int sefer_pset_root(struct sefer_pstore *h, uint64_t off)
 	int r = enter(h);
 
 	if (r)
-		return r;
+		return leave(h, r);
 	if (off && !h->pa.ops->usable(&h->pa, off))
 		return leave(h, -EINVAL);
 	pstore_tx_begin(&h->s);
@@ -514,10 +511,10 @@ uint64_t sefer_pget_root(struct sefer_pstore *h)
 {
 	uint64_t v = 0;
 
-	pthread_mutex_lock(&h->pa.lock);
+	pmutex_lock(&h->pa.lock);
 	if (pa_get_word(&h->pa, PA_ROOT_OFF, &v))
 		v = 0;
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	return v;
 }
 
@@ -532,7 +529,7 @@ int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed)
 	int r = enter(h);
 
 	if (r)
-		return r;
+		return leave(h, r);
 	r = finish(h, h->pa.ops->compact(&h->pa, merged ? merged : &m, trimmed ? trimmed : &t));
 	if (!r)
 		r = pstore_sync_all(&h->s);
@@ -542,21 +539,21 @@ int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed)
 int sefer_pstats(struct sefer_pstore *h, struct sefer_pstats *st)
 {
 	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&h->pa.lock);
+	pmutex_lock(&h->pa.lock);
 	for (int k = 0; k < SEFER_PALLOC_KINDS; k++)
 		if (all_ops[k] == h->pa.ops)
 			st->kind = (enum sefer_palloc_kind)k;
 	st->allocator = h->pa.ops->name;
 	st->ops = atomic_load(&h->ops);
-	pthread_mutex_lock(&h->s.lock);
+	pmutex_lock(&h->s.lock);
 	st->syncs = h->s.syncs;
 	st->wal_records = h->s.records;
 	st->checkpoints = h->s.ckpt_count;
 	st->payload_bytes = h->s.len;
 	st->file_bytes = h->s.file_len;
-	pthread_mutex_unlock(&h->s.lock);
+	pmutex_unlock(&h->s.lock);
 	h->pa.ops->stats(&h->pa, st);
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	return 0;
 }
 
@@ -565,9 +562,9 @@ int sefer_pverify(struct sefer_pstore *h, struct sefer_pverify *v)
 	int r;
 
 	memset(v, 0, sizeof(*v));
-	pthread_mutex_lock(&h->pa.lock);
+	pmutex_lock(&h->pa.lock);
 	r = h->pa.ops->verify(&h->pa, v);
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	if (r && !v->msg[0])
 		snprintf(v->msg, sizeof(v->msg), "%s", strerror(-r));
 	if (r)
@@ -579,8 +576,8 @@ int sefer_pwalk(struct sefer_pstore *h, int (*fn)(void *, uint64_t, uint64_t), v
 {
 	int r;
 
-	pthread_mutex_lock(&h->pa.lock);
+	pmutex_lock(&h->pa.lock);
 	r = h->pa.ops->walk(&h->pa, fn, arg);
-	pthread_mutex_unlock(&h->pa.lock);
+	pmutex_unlock(&h->pa.lock);
 	return r;
 }

@@ -492,16 +492,17 @@ static int seg_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 			continue;
 		if (pstore_tx_size(pa->s) + 64 > pstore_max_record(pa->s)) {
 			r = pa_commit(pa);
-			if (r)
-				break;
+			if (r) {
+				free(sc.f);
+				return r;
+			}
 			pstore_tx_begin(pa->s);
 		}
 		push(pa, sc.f[i].b, sc.f[i].size);
 		rep->orphans_relinked++;
 		rep->orphan_bytes += sc.f[i].size;
 	}
-	if (!r)
-		r = pa_commit(pa);
+	r = pa_commit(pa);
 	free(sc.f);
 	return r;
 }

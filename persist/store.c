@@ -168,9 +168,9 @@ int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_
 	if (!r) {
 		s->ckpt_seq = ckpt_seq;
 		s->wal_pos = 0;
-		pthread_mutex_lock(&s->lock);	/* readers look at the cache under lock */
+		pmutex_lock(&s->lock);	/* readers look at the cache under lock */
 		pcache_drop(&s->cache);
-		pthread_mutex_unlock(&s->lock);
+		pmutex_unlock(&s->lock);
 	}
 	return r;
 }
@@ -446,7 +446,7 @@ int pstore_close(struct pstore *s, bool clean)
 
 /* ---------------------------------------------------------------- the plain byte stack */
 
-static int end_wait(struct pstore *s)
+static int end_wait(struct pstore *s) __releases(&s->tx_lock)
 {
 	uint64_t seq;
 	int r = pstore_tx_end(s, &seq);

@@ -135,7 +135,7 @@ check-targets += check-sparse
 endif
 check-sparse:
 	$(Q)command -v $(CHECK) >/dev/null || \
-		{ echo "check-sparse: $(CHECK) not installed (scripts/install-deps installs it)"; exit 1; }
+		{ echo "check-sparse: no $(CHECK) (scripts/install-deps installs it)"; exit 1; }
 	$(Q)bad=0; for c in $(sparse-configs); do \
 		d=$(objtree)/sparse-$$c; rm -rf $$d; mkdir -p $$d; \
 		case $$c in \
