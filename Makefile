@@ -240,12 +240,23 @@ endif
 # C=2 on every C file of the configuration's libraries whether or not it is rebuilt. It gets the
 # compiler's flags (-I, -D, the autoconf.h -include, -std; -Wall turns on every sparse warning),
 # then CHECKFLAGS, then a Kbuild file's CHECKFLAGS_<file>.o (a warning turned off for one file,
-# with the reason there), later flags winning; sparse defines
-# __CHECKER__ and the host's architecture macros itself (x86_64, __linux__), and -m64 states the
-# data model. Warnings do not stop the build (sparse exits 0 on them); make check-sparse fails
+# with the reason there), later flags winning. sparse defines __CHECKER__, and the architecture
+# macros of --arch (the compiler's target: x86_64, aarch64) and __linux__; -m64 states the data
+# model. Warnings do not stop the build (sparse exits 0 on them); make check-sparse fails
 # on any (Documentation/debugging.rst).
 CHECK ?= sparse
-CHECKFLAGS ?= -m64 -Wbitwise -Wcontext -Waddress-space -Wno-unknown-attribute
+ifneq ($(filter 1 2,$(C)),)
+check-target := $(shell $(CC) -dumpmachine 2>/dev/null)
+check-arch := $(firstword $(subst -, ,$(check-target)))
+# A cross build (CROSS_COMPILE=aarch64-linux-gnu-): the target's compiler headers, multiarch
+# directory and Debian cross headers, not the host's.
+ifneq ($(CROSS_COMPILE),)
+check-arch += -gcc-base-dir $(shell $(CC) -print-file-name=) -multiarch-dir $(check-target) \
+	$(addprefix -isystem ,$(wildcard /usr/$(check-target)/include))
+endif
+endif
+CHECKFLAGS ?= $(if $(check-arch),--arch=$(check-arch)) -m64 -Wbitwise -Wcontext -Waddress-space \
+	-Wno-unknown-attribute
 cmd-check = $(CHECK) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $(1))) $(CHECKFLAGS) \
 	$(CHECKFLAGS_$(notdir $(1))) $(2)
 ifeq ($(C),1)
@@ -381,7 +392,7 @@ Test targets (make check runs every group this configuration enables):
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
   check-warnings    - gcc and clang builds with -Werror
-  check-sparse      - make C=2 in six Linux configurations; fails on any sparse warning
+  check-sparse      - make C=2 in seven Linux configurations; fails on any sparse warning
   check-config-linux_min, check-config-hardened, check-config-small_segments
                     - Unit suites and stress test in alternate configurations
   check-allconfig   - allnoconfig (gcc) and allyesconfig (clang), built and tested

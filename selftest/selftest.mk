@@ -125,11 +125,12 @@ check-warnings:
 			all test-bins decommit-tools >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
 
 # ---- sparse (make C=2, Documentation/debugging.rst): the library sources of this configuration
-# and of the other Linux ones (the alternate defconfigs, allyesconfig, the C11 registry), each
-# built from scratch with C=2 in $(objtree)/sparse-<name>. sparse exits 0 on warnings, so the
+# and of the other Linux ones (the alternate defconfigs, allyesconfig, the C11 registry, and
+# aarch64 through its cross compiler), each built from scratch with C=2 in
+# $(objtree)/sparse-<name>. sparse exits 0 on warnings, so the
 # group reads its output: any "warning:" or "error:" line fails it. Without sparse it says so
 # and fails (scripts/install-deps installs it).
-sparse-configs := current linux_min hardened small_segments allyesconfig sync_c11
+sparse-configs := current linux_min hardened small_segments allyesconfig sync_c11 aarch64
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-sparse
 endif
