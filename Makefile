@@ -257,11 +257,9 @@ endif
 endif
 CHECKFLAGS ?= $(if $(check-arch),--arch=$(check-arch)) -m64 -Wbitwise -Wcontext -Waddress-space \
 	-Wno-unknown-attribute
+# $(call cmd-check,object,source)
 cmd-check = $(CHECK) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $(1))) $(CHECKFLAGS) \
 	$(CHECKFLAGS_$(notdir $(1))) $(2)
-ifeq ($(C),1)
-check-on-compile = $(call cmd-check,$@,$<)
-endif
 
 $(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file) $(policies-h)
 	$(Q)mkdir -p $(dir $@)
@@ -269,7 +267,7 @@ $(objtree)/%.o: $(srctree)/%.c $(autoconf-mk) $(cflags-file) $(policies-h)
 	$(Q)$(CC) $(SEFER_CFLAGS) $(CFLAGS) $(CFLAGS_$(notdir $@)) -MMD -MP -c -o $@ $<
 ifeq ($(C),1)
 	$(quiet) CHECK $(patsubst $(srctree)/%,%,$<)
-	$(Q)$(check-on-compile)
+	$(Q)$(call cmd-check,$@,$<)
 endif
 
 # C=2: one always-run check per library object (the .chk name is never a file), made before the
