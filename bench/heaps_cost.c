@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 			struct sefer_heap *s = sefer_heap_new();
 
 			for (int k = 0; k < 10; k++)
-				sefer_heap_malloc(s, 64);
+				ptrs[k] = sefer_heap_malloc(s, 64); /* freed by the destroy */
 			sefer_heap_destroy(s);
 		}
 		v[6] = (now_ns() - t) / 10000;

@@ -62,19 +62,28 @@ static inline bool heaps_large_untrack(struct segment *seg)
 	return !seg->large_tracked || heaps_large_remove(seg);
 }
 
-/* Every heap's, first-class or not (the flag may change meanwhile: the lock is cheap). */
+/*
+ * Every heap's, first-class or not (the flag may change meanwhile: the lock is cheap). The
+ * fork handlers (heap.c) take them in a loop, one per heap, which sparse's lock count, made
+ * per path, cannot follow: each large_lock is shown to sparse as dropped right after it is
+ * taken and taken again right before it is dropped, so sparse counts none of them (it does
+ * count the handlers' other locks).
+ */
 static inline void heaps_fork_prepare(struct heap *h)
 {
 	spin_lock(&h->fc.large_lock);
+	__release(&h->fc.large_lock);
 }
 
 static inline void heaps_fork_parent(struct heap *h)
 {
+	__acquire(&h->fc.large_lock);
 	spin_unlock(&h->fc.large_lock);
 }
 
 static inline void heaps_fork_child(struct heap *h)
 {
+	__acquire(&h->fc.large_lock);
 	spin_reset(&h->fc.large_lock);
 }
 #else

@@ -122,14 +122,15 @@ SEFER_API size_t sefer_check_heap(void);
  * and freeable, and any one thread may then destroy it.
  */
 struct sefer_heap;
-SEFER_API struct sefer_heap *sefer_heap_new(void);
+SEFER_API SEFER_MUST_CHECK struct sefer_heap *sefer_heap_new(void);
 /* Frees every block still in h at once (pages and segments in bulk); h is gone. */
 SEFER_API void sefer_heap_destroy(struct sefer_heap *h);
-SEFER_API void *sefer_heap_malloc(struct sefer_heap *h, size_t size);
-SEFER_API void *sefer_heap_calloc(struct sefer_heap *h, size_t n, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_heap_malloc(struct sefer_heap *h, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_heap_calloc(struct sefer_heap *h, size_t n, size_t size);
 /* The result is a block of h: a block of another heap is moved into h, never kept. */
-SEFER_API void *sefer_heap_realloc(struct sefer_heap *h, void *p, size_t size);
-SEFER_API void *sefer_heap_aligned_alloc(struct sefer_heap *h, size_t align, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_heap_realloc(struct sefer_heap *h, void *p, size_t size);
+SEFER_API SEFER_MUST_CHECK void *sefer_heap_aligned_alloc(struct sefer_heap *h, size_t align,
+						     size_t size);
 /*
  * Call fn(block, usable size, arg) once for every live block of h, small and large, after
  * collecting the frees other threads completed before the call; stop when fn returns false.

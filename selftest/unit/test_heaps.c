@@ -304,9 +304,9 @@ START_TEST(visit_fn_may_free)
 	for (int i = 0; i < 100; i++)
 		sefer_free(sefer_heap_malloc(h, (size_t)(i % 40) * 30 + 1));
 	for (int i = 0; i < 500; i++)
-		sefer_heap_malloc(h, (size_t)(i % 40) * 30 + 1);
+		ck_assert_ptr_nonnull(sefer_heap_malloc(h, (size_t)(i % 40) * 30 + 1));
 	for (int i = 0; i < 5; i++)
-		sefer_heap_malloc(h, LARGE);
+		ck_assert_ptr_nonnull(sefer_heap_malloc(h, LARGE));
 	sefer_stats_get(&st0);
 	ck_assert(sefer_heap_visit(h, free_it, &n));
 	sefer_stats_get(&st1);
@@ -569,10 +569,13 @@ START_TEST(bounded_over_rounds)
 	for (int r = 0; r < ROUNDS; r++) {
 		struct sefer_heap *h = sefer_heap_new();
 
-		for (int i = 0; i < 300; i++)
-			sefer_heap_malloc(h, 16 + (size_t)((i * 37 + r) % 3000));
+		for (int i = 0; i < 300; i++) {
+			size_t n = 16 + (size_t)((i * 37 + r) % 3000);
+
+			ck_assert_ptr_nonnull(sefer_heap_malloc(h, n));
+		}
 		if (r % 4 == 0)
-			sefer_heap_malloc(h, LARGE + (size_t)r * 64);
+			ck_assert_ptr_nonnull(sefer_heap_malloc(h, LARGE + (size_t)r * 64));
 		sefer_heap_destroy(h);
 		sefer_stats_get(&st);
 		if (st.segments > max_segments)
@@ -755,7 +758,7 @@ START_TEST(misuse_reported)
 	pthread_t t;
 	void *r = (void *)1, *arg = h;
 
-	sefer_heap_malloc(h, 8);
+	ck_assert_ptr_nonnull(sefer_heap_malloc(h, 8));
 	sefer_opt.on_error = ON_ERROR_WARN;
 	capture_begin(&saved, &f);
 	/* another thread allocates from h */
