@@ -2,16 +2,23 @@
 /*
  * libFuzzer target over streams of allocator calls on the sefer_* API (the malloc face is off
  * in this build: ASan owns malloc). Each input is read four bytes at a time, (op, slot, a, b):
- *   op % 10:  0-1 malloc, 2 calloc, 3 realloc, 4 aligned_alloc, 5 posix_memalign, 6 free,
+ *   op % 16:  0-1 malloc, 2 calloc, 3 realloc, 4 aligned_alloc, 5 posix_memalign, 6 free,
  *             7 free_sized, 8 usable size, 9 a request that must fail (too big, overflowing,
  *             a bad alignment) and leave the heap and the slot as they were;
+ *             first-class heaps (CONFIG_HEAPS), heap number a % NHEAPS, made on first use:
+ *             10 sefer_heap_malloc, 11 _calloc, 12 _realloc (the block moves into that heap),
+ *             13 _aligned_alloc, 14 sefer_heap_destroy (every slot of the heap is checked,
+ *             then dropped without a free), 15 sefer_heap_visit, which must report exactly
+ *             the slots of that heap, then sefer_heap_collect (forced when b is odd);
  *   slot:     one of NSLOTS live blocks (a busy slot is freed first);
  *   a, b:     the size: 2^(b % 23) plus a/4 sixty-fourths of it, or one less, or one more,
  *             or b itself, at most MAX_SIZE: every size class and large blocks of a few MiB.
  * Every live block carries a pattern derived from a tag unique to its allocation, written at
  * allocation and checked at free and realloc (the preserved part); calloc's block is checked
  * for zeros first. sefer_check_heap() runs every CHECK_EVERY operations and after the input's
- * last free, and must find nothing. Any mismatch aborts.
+ * last free, and must find nothing. Each slot knows its heap (-1: the thread's own); a realloc
+ * that moves a block puts it in the heap it was called for. At the end of an input the
+ * remaining blocks are freed and the heaps destroyed. Any mismatch aborts.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -21,6 +28,7 @@
 #include <sefer.h>
 
 #define NSLOTS 32
+#define NHEAPS 4
 #define MAX_SIZE ((size_t)6 << 20)
 #define MAX_ALIGN_SHIFT 24	/* aligned requests up to 16 MiB: address space, not memory */
 #define CHECK_EVERY 8
@@ -34,9 +42,11 @@ struct slot {
 	unsigned char *p;
 	size_t n;
 	uint64_t tag;
+	int heap; /* index into heaps[], or -1: the thread's own heap */
 };
 
 static struct slot slots[NSLOTS];
+static struct sefer_heap *heaps[NHEAPS];
 static uint64_t next_tag;
 static int trace = -1;	/* MALLOC_FUZZ_TRACE=1: each step on stderr, to replay a crash */
 
@@ -114,6 +124,7 @@ static void took(struct slot *s, void *p, size_t n, size_t align)
 	s->p = p;
 	s->n = n;
 	s->tag = ++next_tag;
+	s->heap = -1;
 	if (trace)
 		fprintf(stderr, "  got %p (usable %zu)\n", p, sefer_usable_size(p));
 }
@@ -182,17 +193,137 @@ static void must_fail(struct slot *s, uint8_t a)
 	}
 }
 
+struct visit_seen {
+	int heap;
+	size_t seen;
+};
+
+/* sefer_heap_visit's callback: block must be a slot of the visited heap, seen once. */
+static bool visited(void *block, size_t usable, void *arg)
+{
+	struct visit_seen *v = arg;
+
+	for (int i = 0; i < NSLOTS; i++) {
+		if (slots[i].p != block)
+			continue;
+		if (slots[i].heap != v->heap)
+			fail("visit reported a block of another heap", &slots[i], 0);
+		if (usable < slots[i].n)
+			fail("visit reported a usable size below the request", &slots[i], usable);
+		v->seen++;
+		return true;
+	}
+	fprintf(stderr, "malloc-fuzz: visit of heap %d reported %p (usable %zu), no live block\n",
+		v->heap, block, usable);
+	abort();
+}
+
+static struct sefer_heap *heap_at(int hi)
+{
+	if (!heaps[hi] && !(heaps[hi] = sefer_heap_new())) {
+		fprintf(stderr, "malloc-fuzz: sefer_heap_new failed\n");
+		abort();
+	}
+	return heaps[hi];
+}
+
+static void heap_destroy(int hi)
+{
+	if (!heaps[hi])
+		return;
+	for (int i = 0; i < NSLOTS; i++) {
+		if (slots[i].p && slots[i].heap == hi) {
+			verify(&slots[i], slots[i].n, 0);
+			slots[i].p = NULL; /* destroy frees it */
+		}
+	}
+	if (trace)
+		fprintf(stderr, "  destroy heap %d\n", hi);
+	sefer_heap_destroy(heaps[hi]);
+	heaps[hi] = NULL;
+}
+
+/* ops 10-15: the first-class heap calls, on heap a % NHEAPS. */
+static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t n, unsigned k)
+{
+	int hi = a % NHEAPS;
+	struct visit_seen v = { hi, 0 };
+	size_t want = 0, align;
+	void *p;
+
+	switch (op) {
+	case 10:
+		release(s, 0);
+		took(s, sefer_heap_malloc(heap_at(hi), n), n, 1);
+		break;
+	case 11:
+		release(s, 0);
+		n /= k + 1;
+		took(s, sefer_heap_calloc(heap_at(hi), k + 1, n), (k + 1) * n, 1);
+		verify(s, s->n, 1);
+		break;
+	case 12:
+		if (!s->p) {
+			took(s, sefer_heap_realloc(heap_at(hi), NULL, n), n, 1);
+			break;
+		}
+		if (n == 0) {
+			verify(s, s->n, 0);
+			if (sefer_heap_realloc(heap_at(hi), s->p, 0))
+				fail("heap realloc to 0 returned a block", s, 0);
+			s->p = NULL;
+			return;
+		}
+		p = sefer_heap_realloc(heap_at(hi), s->p, n);
+		if (!p)
+			fail("heap realloc failed", s, 0);
+		s->p = p;
+		verify(s, n < s->n ? n : s->n, 0);
+		took(s, p, n, 1);
+		break;
+	case 13:
+		align = (size_t)1 << (k * 3 + b % 3) % (MAX_ALIGN_SHIFT + 1);
+		release(s, 0);
+		took(s, sefer_heap_aligned_alloc(heap_at(hi), align, n), n, align);
+		break;
+	case 14:
+		heap_destroy(hi);
+		return;
+	case 15:
+		if (!heaps[hi])
+			return;
+		for (int i = 0; i < NSLOTS; i++)
+			want += slots[i].p && slots[i].heap == hi;
+		if (!sefer_heap_visit(heaps[hi], visited, &v) || v.seen != want) {
+			fprintf(stderr, "malloc-fuzz: visit of heap %d saw %zu blocks of %zu\n", hi,
+				v.seen, want);
+			abort();
+		}
+		sefer_heap_collect(heaps[hi], b & 1);
+		return;
+	}
+	s->heap = hi;
+	fill(s);
+}
+
 static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 {
 	struct slot *s = &slots[idx % NSLOTS];
 	size_t n = size_of(a, b), align;
+	bool moved;
+	int hi;
 	void *p;
 
 	if (trace)
-		fprintf(stderr, "op %u slot %u (%p, %zu) a %u b %u size %zu\n", op % 10,
-			idx % NSLOTS, (void *)s->p, s->n, a, b, n);
+		fprintf(stderr, "op %u slot %u (%p, %zu, heap %d) a %u b %u size %zu\n", op % 16,
+			idx % NSLOTS, (void *)s->p, s->n, s->heap, a, b, n);
+	if (op % 16 >= 10) {
+		heap_step(op % 16, s, a, b, n, idx / NSLOTS % 8);
+		return;
+	}
 
-	switch (op % 10) {
+
+	switch (op % 16) {
 	case 0: case 1:
 		release(s, 0);
 		took(s, sefer_malloc(n), n, 1);
@@ -221,9 +352,13 @@ static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 		p = sefer_realloc(s->p, n);
 		if (!p)
 			fail("realloc failed", s, 0);
+		moved = p != s->p;
+		hi = s->heap;
 		s->p = p;
 		verify(s, n < s->n ? n : s->n, 0);
 		took(s, p, n, 1);
+		if (!moved)
+			s->heap = hi; /* in place: still the block of the heap it came from */
 		break;
 	case 4:
 		align = (size_t)1 << (idx / NSLOTS % 8 * 3 + a % 3) % (MAX_ALIGN_SHIFT + 1);
@@ -284,7 +419,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_heap();
 	}
 	for (int i = 0; i < NSLOTS; i++)
-		release(&slots[i], 0);
+		if (slots[i].heap < 0 || i % 2) /* the others go with their heap */
+			release(&slots[i], 0);
+	for (int hi = 0; hi < NHEAPS; hi++)
+		heap_destroy(hi);
 	check_heap();
 	return 0;
 }
