@@ -26,6 +26,9 @@
 
 #define MiB ((size_t)1 << 20)
 #define STATS IS_ENABLED(CONFIG_STATS)
+/* With SEGMENT_CACHE=0 a heap unmaps a segment as soon as it is empty, so a thread that fills
+ * and frees leaves no spare behind and the next one maps again: that is the option's point. */
+#define KEEPS_EMPTY (STATS && CONFIG_SEGMENT_CACHE > 0)
 #define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)
 
 static void sleep_ms(long ms)
@@ -109,7 +112,7 @@ START_TEST(spares_serve_the_next_thread)
 	}
 	struct sefer_stats st1 = stats();
 
-	if (STATS)
+	if (KEEPS_EMPTY)
 		ck_assert_msg(st1.segments_mapped == st0.segments_mapped,
 			      "10 more generations mapped %lld more segments",
 			      (long long)(st1.segments_mapped - st0.segments_mapped));
@@ -167,10 +170,10 @@ START_TEST(freeing_thread_does_not_adopt)
 	for (int i = 0; i < NLEFT; i++)
 		reused |= segment_of(again[i]) == seg;
 	ck_assert_msg(reused, "the next thread did not reuse the abandoned segment");
-	if (STATS) {
+	if (STATS)
 		ck_assert_uint_gt(st1.reclaimed, st0.reclaimed);
+	if (KEEPS_EMPTY)
 		ck_assert_uint_eq(st1.segments_mapped, st0.segments_mapped);
-	}
 	for (int i = 0; i < NLEFT; i++)
 		sefer_free(again[i]);
 	stop_keepalive(k);
