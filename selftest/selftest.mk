@@ -112,9 +112,12 @@ check-malloc-fuzz: malloc-fuzz
 .PHONY: malloc-fuzz
 
 # ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
+# The groups whose scripts run make themselves are '+' recipes: under 'make -jN check' they get
+# the jobserver, so their makes build in parallel and print no jobserver warning (which
+# check-config's "an unchanged configuration rebuilds nothing" would count as output).
 check-targets += check-config
 check-config:
-	$(Q)bash $(srctree)/selftest/config/check-config.sh $(srctree) $(objtree)/check-config
+	+$(Q)bash $(srctree)/selftest/config/check-config.sh $(srctree) $(objtree)/check-config
 
 # ---- warning-free under gcc and clang (-Wall -Wextra plus the project's warnings, as errors)
 check-targets += check-warnings
@@ -176,10 +179,10 @@ ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-allconfig check-randconfig
 endif
 check-randconfig:
-	$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
+	+$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
 		$(objtree)/randconfig $(rc-backend) rand $(rc-n)
 check-allconfig:
-	$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
+	+$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
 		$(objtree)/allconfig $(rc-backend) all
 
 # ---- a policy plugs in without an edit under core/: a throwaway one, in a copy of the tree
@@ -187,7 +190,7 @@ ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-newpolicy
 endif
 check-newpolicy:
-	$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
+	+$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
 
 # ---- decommit, a core mechanism (core/segment.c, core/page.c, core/heap.c): its workload and
 # its measuring program live here, next to its unit test (Documentation/decommit.rst).
