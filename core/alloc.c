@@ -12,6 +12,7 @@
 #include "core/heaps.h"
 #include "core/init.h"
 
+/* Pop pg's first free block for a request of size bytes (zeroed whole with zero). */
 static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t size)
 {
 	struct block *b = pg->free;
@@ -24,9 +25,10 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 			((uintptr_t *)b)[1] = 0;
 		}
 		else
-			memset(b, 0, size);
-		annotate_block_zeroed(b, size);
+			memset(b, 0, pg->block_size);
+		annotate_block_zeroed(b, pg->block_size);
 	}
+	annotate_block_trim(b, size, pg->block_size);
 	return b;
 }
 
@@ -49,10 +51,7 @@ void *malloc_slow(size_t size, struct heap *heap, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = pop_block(heap, pg, zero, zero ? pg->block_size : 0);
-
-	annotate_block_trim(p, size, pg->block_size);
-	return p;
+	return pop_block(heap, pg, zero, size);
 }
 
 /* Sizes above the direct table (and calloc of any size): bin queue, then the slow path. */
@@ -61,12 +60,8 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 	if (size <= SMALL_MAX) {
 		struct page *pg = heap->bins[bin_index(size)].first;
 
-		if (pg && pg->free) {
-			void *p = pop_block(heap, pg, zero, zero ? pg->block_size : 0);
-
-			annotate_block_trim(p, size, pg->block_size);
-			return p;
-		}
+		if (pg && pg->free)
+			return pop_block(heap, pg, zero, size);
 	}
 	return malloc_slow(size, heap, zero);
 }

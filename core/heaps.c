@@ -158,24 +158,14 @@ SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force)
 void heaps_large_add(struct heap *heap, struct segment *seg)
 {
 	spin_lock(&heap->fc.large_lock);
-	seg->prev = NULL;
-	seg->next = heap->fc.large;
-	if (seg->next)
-		seg->next->prev = seg;
-	heap->fc.large = seg;
+	segment_list_push(&heap->fc.large, seg);
 	seg->large_tracked = LARGE_TRACKED;
 	spin_unlock(&heap->fc.large_lock);
 }
 
 static void large_unlink(struct heap *heap, struct segment *seg)
 {
-	if (seg->prev)
-		seg->prev->next = seg->next;
-	else
-		heap->fc.large = seg->next;
-	if (seg->next)
-		seg->next->prev = seg->prev;
-	seg->next = seg->prev = NULL;
+	segment_list_remove(&heap->fc.large, seg);
 	seg->large_tracked = LARGE_UNTRACKED;
 }
 

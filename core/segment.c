@@ -37,26 +37,6 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
-static void list_push(struct segment **head, struct segment *seg)
-{
-	seg->prev = NULL;
-	seg->next = *head;
-	if (*head)
-		(*head)->prev = seg;
-	*head = seg;
-}
-
-static void list_remove(struct segment **head, struct segment *seg)
-{
-	if (seg->prev)
-		seg->prev->next = seg->next;
-	else
-		*head = seg->next;
-	if (seg->next)
-		seg->next->prev = seg->prev;
-	seg->next = seg->prev = NULL;
-}
-
 static void *segment_map(struct heap *heap, size_t size, size_t align, int *node)
 {
 	void *mem;
@@ -200,7 +180,7 @@ static void spare_put(struct segment *seg, uint64_t now)
 		return;
 	}
 	atomic_store_explicit(&seg->owner, HELD_OWNER, memory_order_relaxed);
-	list_push(&spare, seg);
+	segment_list_push(&spare, seg);
 	__atomic_store_n(&nspare, nspare + 1, __ATOMIC_RELAXED);
 	spin_unlock(&spare_lock);
 	if (due)
@@ -228,7 +208,7 @@ static struct segment *spare_take(struct heap *heap)
 	spin_lock(&spare_lock);
 	seg = spare;
 	if (seg) {
-		list_remove(&spare, seg);
+		segment_list_remove(&spare, seg);
 		__atomic_store_n(&nspare, nspare - 1, __ATOMIC_RELAXED);
 		/* relaxed: spare_lock orders the last holder's writes to the header before ours */
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
@@ -295,7 +275,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 
 	seg = heap->cache;
 	if (seg) {
-		list_remove(&heap->cache, seg);
+		segment_list_remove(&heap->cache, seg);
 		heap->ncache--;
 	} else if ((seg = spare_take(heap))) {
 		heap_purge_at(heap, seg->purge_at); /* its deadline moves to this heap */
@@ -324,7 +304,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 		segment_publish(seg);
 	}
 	seg->has_space = true;
-	list_push(&heap->segments, seg);
+	segment_list_push(&heap->segments, seg);
 	return seg;
 }
 
@@ -440,13 +420,13 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 void segment_free(struct heap *heap, struct segment *seg)
 {
 	heap_owned_forget(heap, seg);
-	list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
+	segment_list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
 	if (!heap->live) {
 		spare_put(seg, sefer_os.clock_ms());
 		return;
 	}
 	if (CONFIG_SEGMENT_CACHE > 0 && heap->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE) {
-		list_push(&heap->cache, seg);
+		segment_list_push(&heap->cache, seg);
 		heap->ncache++;
 		schedule_purge(heap, seg);
 		return;
@@ -462,7 +442,7 @@ void heap_cache_to_spares(struct heap *heap)
 	while (heap->cache) {
 		struct segment *seg = heap->cache;
 
-		list_remove(&heap->cache, seg);
+		segment_list_remove(&heap->cache, seg);
 		heap_owned_forget(heap, seg);
 		spare_put(seg, now);
 	}
@@ -533,9 +513,9 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	pg->index = (uint8_t)idx;
 	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
 	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
-		list_remove(&heap->segments, seg);
+		segment_list_remove(&heap->segments, seg);
 		seg->has_space = false;
-		list_push(&heap->full_segments, seg);
+		segment_list_push(&heap->full_segments, seg);
 	}
 	return pg;
 }
@@ -569,8 +549,8 @@ void span_free(struct heap *heap, struct page *pg)
 
 	span_free_slots(seg, pg);
 	if (!had_space) {
-		list_remove(&heap->full_segments, seg);
-		list_push(&heap->segments, seg);
+		segment_list_remove(&heap->full_segments, seg);
+		segment_list_push(&heap->segments, seg);
 	}
 	if (seg->used_pages == 0) {
 		segment_free(heap, seg);

@@ -235,28 +235,27 @@ static always_inline void block_mark_pending(struct block *b)
 	}
 }
 
-static always_inline bool block_marked_free(const struct block *b)
+/* Does b's second word hold mark (free_mark or pending_mark of b)? */
+static always_inline bool block_marked(const struct block *b, uintptr_t mark)
 {
 	bool marked;
 
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return false;
 	annotate_link_open(b);
-	marked = ((const uintptr_t *)b)[1] == free_mark(b);
+	marked = ((const uintptr_t *)b)[1] == mark;
 	annotate_link_close(b);
 	return marked;
 }
 
+static always_inline bool block_marked_free(const struct block *b)
+{
+	return block_marked(b, free_mark(b));
+}
+
 static always_inline bool block_marked_pending(const struct block *b)
 {
-	bool marked;
-
-	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
-		return false;
-	annotate_link_open(b);
-	marked = ((const uintptr_t *)b)[1] == pending_mark(b);
-	annotate_link_close(b);
-	return marked;
+	return block_marked(b, pending_mark(b));
 }
 
 static always_inline struct block *block_next(const struct page *pg, const struct block *b)
@@ -405,6 +404,28 @@ static inline uintptr_t page_live_base(struct segment *seg)
 	(void)seg;
 	return 0;
 #endif
+}
+
+/* Doubly linked lists of segments through next/prev (a heap's lists, the spares, a first-class
+ * heap's large blocks): the caller holds whatever lock guards the list. */
+static inline void segment_list_push(struct segment **head, struct segment *seg)
+{
+	seg->prev = NULL;
+	seg->next = *head;
+	if (*head)
+		(*head)->prev = seg;
+	*head = seg;
+}
+
+static inline void segment_list_remove(struct segment **head, struct segment *seg)
+{
+	if (seg->prev)
+		seg->prev->next = seg->next;
+	else
+		*head = seg->next;
+	if (seg->next)
+		seg->next->prev = seg->prev;
+	seg->next = seg->prev = NULL;
 }
 
 /* segment.c */
