@@ -97,12 +97,15 @@ static inline uint64_t shuffle_next(struct heap *heap)
 	return (uint64_t)(t >> 64) ^ (uint64_t)t;
 }
 
-static void page_link_shuffled(struct heap *heap, struct page *pg, uint8_t *base, uint32_t n)
+/* Link the n blocks from base onto pg->free in a random order; false when n < 2. */
+static bool page_link_shuffled(struct heap *heap, struct page *pg, uint8_t *base, uint32_t n)
 {
 	uint16_t order[EXTEND_BYTES / GRANULE];
 	size_t bs = pg->block_size;
 	struct block *head = NULL, *prev = NULL;
 
+	if (n < 2)
+		return false;
 	for (uint32_t i = 0; i < n; i++)
 		order[i] = (uint16_t)i;
 	for (uint32_t i = n - 1; i > 0; i--) {
@@ -124,6 +127,14 @@ static void page_link_shuffled(struct heap *heap, struct page *pg, uint8_t *base
 	}
 	block_set_next(prev, pg->free);
 	pg->free = head;
+	return true;
+}
+#else
+static inline bool page_link_shuffled(struct heap *heap, struct page *pg, uint8_t *base,
+				      uint32_t n)
+{
+	(void)heap, (void)pg, (void)base, (void)n;
+	return false;
 }
 #endif
 
@@ -140,27 +151,18 @@ static void page_extend(struct heap *heap, struct page *pg)
 	struct block *first = (struct block *)(pg->start + (size_t)pg->reserved * bs);
 	struct block *b = first;
 
-#if IS_ENABLED(CONFIG_HARDENED)
-	if (n > 1) {
-		page_link_shuffled(heap, pg, (uint8_t *)first, n);
-		goto carved;
-	}
-#else
-	(void)heap;
-#endif
-	for (uint32_t i = 1; i < n; i++) {
-		struct block *next = (struct block *)((uint8_t *)b + bs);
+	if (!page_link_shuffled(heap, pg, (uint8_t *)first, n)) { /* in address order */
+		for (uint32_t i = 1; i < n; i++) {
+			struct block *next = (struct block *)((uint8_t *)b + bs);
 
-		block_set_next(b, next);
+			block_set_next(b, next);
+			block_mark_free(b);
+			b = next;
+		}
+		block_set_next(b, pg->free);
 		block_mark_free(b);
-		b = next;
+		pg->free = first;
 	}
-	block_set_next(b, pg->free);
-	block_mark_free(b);
-	pg->free = first;
-#if IS_ENABLED(CONFIG_HARDENED)
-carved:
-#endif
 	pg->reserved += n;
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
