@@ -7,8 +7,8 @@
  * releases the block in it and puts a new block of random size there:
  * 16..512 B, with about 3% of blocks 513 B..8 KiB. Every 16th released block
  * is not freed by its allocating thread but handed to the next worker
- * (through a lock-free mailbox) and freed there, as a server hands a request
- * buffer to another thread. Workers are pre-spawned and released together
+ * (through a lock-free mailbox, bounded at 32 waiting blocks) and freed there,
+ * as a server hands a request buffer to another thread. Workers are pre-spawned and released together
  * by a barrier; each does a fixed budget of steps.
  *
  *   larson --ops 2M --threads 4 [--pin] [--seed N]
@@ -22,6 +22,8 @@
 #define SLOTS		768
 #define HANDOFF_EVERY	16
 #define DRAIN_EVERY	64
+/* about 8 drain intervals of hand-offs may wait in a mailbox (common.h) */
+#define MAILBOX_CAP	32
 
 struct larson_shared {
 	int threads;
@@ -60,13 +62,13 @@ static void worker(struct worker *w)
 		uint32_t i = rng_below(&r, SLOTS);
 		size_t n = larson_size(&r);
 
-		if (s % HANDOFF_EVERY == 0)
-			mailbox_push(next, slot[i]);	/* freed over there */
-		else
-			free(slot[i]);
+		bool handed = s % HANDOFF_EVERY == 0 && mailbox_push(next, slot[i], MAILBOX_CAP);
+
+		if (!handed)
+			free(slot[i]);	/* else freed over there */
 		slot[i] = xmalloc(n);
 		touch(slot[i], n);
-		ops += 1 + (s % HANDOFF_EVERY != 0);
+		ops += 1 + !handed;
 		if (s % DRAIN_EVERY == 0) {
 			ops += mailbox_drain(mine);
 			if (s % 4096 == 0 && bench_expired(w))

@@ -4,8 +4,8 @@
  *
  * Each round a worker fills 512 slots with mixed sizes (85% 16..256 B,
  * 12% 257 B..4 KiB, 3% 4..64 KiB), frees half of them in random order
- * (about 1 in 8 of those is handed to the next worker and freed there),
- * refills the holes, and finally frees all 512. Models phases of a program
+ * (about 1 in 8 of those is handed to the next worker and freed there, unless
+ * 256 blocks already wait in its mailbox), refills the holes, and finally frees all 512. Models phases of a program
  * whose live set rises and falls with fragmentation in between, with some
  * objects outliving their thread's interest in them.
  *
@@ -17,6 +17,8 @@
 #include "common.h"
 
 #define FILL 512
+/* about 8 rounds of hand-offs may wait in a mailbox (common.h) */
+#define MAILBOX_CAP 256
 
 static struct mailbox box[MAX_THREADS];
 static pthread_barrier_t done;
@@ -63,9 +65,7 @@ static void worker(struct worker *w)
 		for (int k = 0; k < FILL / 2; k++) {
 			uint32_t i = order[k];
 
-			if ((rng_next(&r) & 7) == 0) {
-				mailbox_push(next, slot[i]);
-			} else {
+			if ((rng_next(&r) & 7) != 0 || !mailbox_push(next, slot[i], MAILBOX_CAP)) {
 				free(slot[i]);
 				ops++;
 			}
