@@ -88,8 +88,12 @@ static always_inline void sefer_free_inline(void *p)
 	struct heap *heap = heap_get();
 
 	/* The owned-segment cache (heap.h) proves seg is mapped and ours; anything else, NULL
-	 * and foreign pointers included, is sorted out by free_slow(). */
-	if (likely(heap->owned[owned_slot(p)] == seg)) {
+	 * and foreign pointers included, is sorted out by free_slow(). The compare keeps p's
+	 * low bits, so a pointer off the 16-byte grid (never a block) misses too: the live map
+	 * has a byte per granule, and p + 8 would find its block's. seg is computed apart, so
+	 * the page-map load does not wait for the cache entry's. */
+	if (likely((uintptr_t)heap->owned[owned_slot(p)] ==
+		   ((uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1))))) {
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 

@@ -189,8 +189,9 @@ void free_slow(struct heap *heap, void *p)
 	if (owner == heap || heap_is_mine(owner, heap)) {
 		if (owner == heap || !policy_keeps_small_blocks())
 			heap->owned[owned_slot(seg)] = seg; /* the next frees take the fast path */
-		/* Local but not plain: a full page, or the live bit was already clear. */
-		if (!live_clear(seg, p)) {
+		/* Local but not plain: a full page, a pointer off the granule grid, or the live
+		 * byte was already clear. */
+		if (((uintptr_t)p & (GRANULE - 1)) || !live_clear(seg, p)) {
 			report_bad_free(seg, p);
 			return;
 		}

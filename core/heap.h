@@ -40,11 +40,12 @@ struct heap_stats {
  * a match proves p's segment is mapped and the caller's, which the segment table and the
  * owner field would otherwise prove in two dependent loads and ten instructions. Filled by
  * free_slow() when it finds the caller owns the segment; an entry is dropped before its heap
- * lets the segment go (segment_free, exit). OWNED_NONE matches no segment, not even the one
- * segment_of(NULL) names.
+ * lets the segment go (segment_free, exit). The compare keeps the low four bits of the pointer
+ * (sefer_free_inline), so OWNED_NONE has a bit the masked pointer never has (bit 4): it
+ * matches no pointer, NULL and 1 included.
  */
 #define OWNED_SLOTS 8
-#define OWNED_NONE ((struct segment *)1)
+#define OWNED_NONE ((struct segment *)GRANULE)
 
 static always_inline size_t owned_slot(const void *p)
 {

@@ -22,6 +22,7 @@ struct bad_free {
 	{ "double-free", "double free", "already free", false },                                   \
 	{ "xthread-double-free", "double free", "already free", false }, /* pending */             \
 	{ "interior-free", "invalid free", "inside of a block", false },                           \
+	{ "misaligned-free", "invalid free", "inside of a block", false }, /* p + 8 */             \
 	{ "warn", "double free", "already free", true }
 
 /* With large_cache the freed segment stays mapped, so the second free is named exactly;

@@ -127,6 +127,13 @@ int child_main(const char *mode)
 		sefer_free(not_ours);
 		return 0;
 	}
+	if (!strcmp(mode, "misaligned-free")) {
+		/* off the 16-byte grid, inside a block: the live map's byte is the block's */
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)(p + 8));
+		sefer_free(p + 8);
+		return 0;
+	}
 	if (!strcmp(mode, "interior-free")) {
 		p = sefer_malloc(64);
 		fprintf(stderr, "addr=%p\n", (void *)(p + 16));
