@@ -84,16 +84,17 @@ static always_inline void *sefer_malloc_inline(size_t size)
 
 static always_inline void sefer_free_inline(void *p)
 {
-	struct segment *seg = segment_of(p);
+	/* p's segment with p's low four bits kept: the segment itself exactly when p is on the
+	 * 16-byte grid, as every block is (p + 8 would otherwise find its block's live byte). */
+	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
 	struct heap *heap = heap_get();
 
-	/* The owned-segment cache (heap.h) proves seg is mapped and ours; anything else, NULL
-	 * and foreign pointers included, is sorted out by free_slow(). The compare keeps p's
-	 * low bits, so a pointer off the 16-byte grid (never a block) misses too: the live map
-	 * has a byte per granule, and p + 8 would find its block's. seg is computed apart, so
-	 * the page-map load does not wait for the cache entry's. */
-	if (likely((uintptr_t)heap->owned[owned_slot(p)] ==
-		   ((uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1))))) {
+	/* The owned-segment cache (heap.h) proves key is a segment, mapped and ours; anything
+	 * else, NULL, foreign and misaligned pointers included, is sorted out by free_slow().
+	 * seg comes from p, not from the cache entry, so the page-map load does not wait for the
+	 * entry's. */
+	if (likely((uintptr_t)heap->owned[owned_slot(p)] == key)) {
+		struct segment *seg = (struct segment *)key;
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
