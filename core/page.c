@@ -25,7 +25,13 @@
 #include "core/options.h"
 #include "sefer/os.h"
 
-#define EXTEND_BYTES ((size_t)16 << 10)
+/*
+ * A page carves its never-used blocks this many bytes at a time (one block when a block is
+ * bigger): carving writes each block's first granule, so what is carved is resident. One OS
+ * page, as a class used for a few blocks needs: 16 KiB put mstress at 1.11x mimalloc's peak
+ * RSS (40-odd classes in use, a few blocks each), 4 KiB at 1.04x, with no change in speed.
+ */
+#define EXTEND_BYTES ((size_t)4 << 10)
 
 void queue_push_front(struct page_queue *q, struct page *pg)
 {

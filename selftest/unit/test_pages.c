@@ -5,6 +5,7 @@
  * (the full/unfull ping-pong that cost larson with thread rounds a third of its cycles).
  * Every block stays accounted for through full -> unfull -> full again.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -126,6 +127,39 @@ START_TEST(full_unfull_churn_accounted)
 }
 END_TEST
 
+/*
+ * A page carves its blocks an OS page at a time (one block when a block is bigger): a class
+ * a thread uses for a few blocks commits a page of memory, not four (mstress, with 40-odd
+ * classes in use, peaked at 1.11x mimalloc's RSS carving 16 KiB at a time, 1.04x at 4 KiB).
+ */
+static void *first_blocks(void *arg)
+{
+	static const size_t sizes[] = { 16, 48, 200, 1000, 2048, 3000, 6000, 40000 };
+
+	(void)arg;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		void *p = sefer_malloc(sizes[i]);
+		struct page *pg = page_of(segment_of(p), p);
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_ge(pg->reserved, 1);
+		ck_assert(pg->reserved == 1 || (size_t)pg->reserved * pg->block_size <= 4096);
+		ck_assert_uint_eq(pg->used, 1);
+		sefer_free(p);
+	}
+	return NULL;
+}
+
+START_TEST(carve_one_os_page)
+{
+	pthread_t t;
+
+	/* a new thread: a fresh heap, whose first block of each class comes from a new page */
+	ck_assert_int_eq(pthread_create(&t, NULL, first_blocks, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -133,6 +167,7 @@ Suite *pages_suite(void)
 
 	tcase_add_test(tc, unfull_goes_to_the_back);
 	tcase_add_test(tc, full_unfull_churn_accounted);
+	tcase_add_test(tc, carve_one_os_page);
 	suite_add_tcase(s, tc);
 	return s;
 }
