@@ -38,8 +38,8 @@ extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 /* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
 {
-	live_set_pg(pg, b);
 	pg->free = block_next(pg, b);
+	block_clear_mark(b);
 	pg->used++;
 	heap_stat_call(heap, mallocs);
 	annotate_block_alloc(b, pg->block_size);
@@ -85,7 +85,7 @@ static always_inline void *sefer_malloc_inline(size_t size)
 static always_inline void sefer_free_inline(void *p)
 {
 	/* p's segment with p's low four bits kept: the segment itself exactly when p is on the
-	 * 16-byte grid, as every block is (p + 8 would otherwise find its block's live byte). */
+	 * 16-byte grid, as every block is (a pointer off it goes to free_slow for free). */
 	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
 	struct heap *heap = heap_get();
 
@@ -98,7 +98,7 @@ static always_inline void sefer_free_inline(void *p)
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
-		if (likely(!pg->flags && live_clear_pg(pg, b))) {
+		if (likely(block_fast_freeable(pg, b))) {
 			block_mark_free(b);
 			annotate_block_free(b, pg->block_size);
 			if (policy_small_free(heap, pg, p))

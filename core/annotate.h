@@ -7,7 +7,7 @@
  *
  * The states of a byte of segment memory, and who moves it between them:
  *
- *   header        struct segment (page map, live map): always accessible. sefer reads it on
+ *   header        struct segment (page map, descriptors): always accessible. sefer reads it on
  *                 every call, so it cannot be hidden from a program without hiding it from
  *                 sefer (whose accesses the checkers cannot tell apart).
  *   unused        the rest of the metadata pages, pages not yet carved, free blocks, a large
@@ -23,7 +23,8 @@
  * link and the free mark (core/segment.h). Each of those accessors opens the granule around
  * its load or store (annotate_link_open/close), so neither checker reports sefer itself. The
  * accessors are only ever called on blocks that are free or being freed, so closing the
- * granule never hides bytes of a live block.
+ * granule never hides bytes of a live block; a walker that tests whether a block is live reads
+ * its mark with annotate_peek_word(), which changes nothing.
  *
  * Memcheck registers the usable size (block size), ASan the requested size: memcheck has no
  * query for a block's registered size, which realloc() needs to copy without reading bytes
@@ -167,6 +168,32 @@ static always_inline size_t annotate_live_bytes(const void *p, size_t usable)
 #endif
 	(void)p;
 	return usable;
+}
+
+/*
+ * Read a word of a block that may be live, for walkers (checks, visits, the checkers' own
+ * bookkeeping), leaving the block as the program made it to the memory checkers: ASan does not
+ * instrument the load (a function of its own, not inlined into instrumented code), memcheck
+ * reports nothing while it runs and takes the value read as defined. The load is atomic: a
+ * visit reads the marks of blocks other threads may be freeing (block_mark_pending).
+ */
+#if IS_ENABLED(CONFIG_SANITIZE_ADDRESS)
+__attribute__((no_sanitize_address)) noinline
+#endif
+static inline uintptr_t annotate_peek_word(const uintptr_t *w)
+{
+	uintptr_t v;
+
+#if IS_ENABLED(CONFIG_VALGRIND)
+	ANNOTATE_VALGRIND(VALGRIND_DISABLE_ERROR_REPORTING);
+#endif
+	/* relaxed atomic: another thread may be pushing the block meanwhile (block_mark_pending) */
+	v = __atomic_load_n(w, __ATOMIC_RELAXED);
+#if IS_ENABLED(CONFIG_VALGRIND)
+	ANNOTATE_VALGRIND(VALGRIND_MAKE_MEM_DEFINED(&v, sizeof(v)));
+	ANNOTATE_VALGRIND(VALGRIND_ENABLE_ERROR_REPORTING);
+#endif
+	return v;
 }
 
 /* A block of `usable` bytes is free again: unaddressable. */

@@ -95,7 +95,7 @@ SEFER_API void *sefer_pvalloc(size_t size)
 
 /*
  * sefer_usable_size() of p, a block of n usable bytes: with ASan the program may now use all
- * of them if the block is live (the live map, or a large segment's flag, says so).
+ * of them if the block is live (no free mark, or a large segment's flag, says so).
  */
 static inline void annotate_usable(const void *p, size_t n)
 {
@@ -109,7 +109,7 @@ static inline void annotate_usable(const void *p, size_t n)
 	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
 		live = atomic_load_explicit(&seg->large_live, memory_order_relaxed);
 	else if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
-		live = live_test(seg, p);
+		live = block_live(p);
 	annotate_block_grant(p, n, live);
 }
 

@@ -33,8 +33,6 @@ static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
 			problem(c, "free-list entry outside its page or misaligned", b);
 			break;
 		}
-		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && live_test(segment_of(pg), b))
-			problem(c, "free block marked live", b);
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && !block_marked_free(b))
 			problem(c, "free block without its free mark", b);
 		if (++n > pg->capacity) {
@@ -62,9 +60,15 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	size_t live = 0;
 
 	for (size_t i = 0; i < pg->reserved; i++)
-		live += live_test(seg, pg->start + i * pg->block_size);
+		live += block_live((struct block *)(pg->start + i * pg->block_size));
 	if (!policy_keeps_small_blocks() && live != pg->used)
-		problem(c, "live map disagrees with the used count", pg);
+		problem(c, "free marks disagree with the used count", pg);
+	uint64_t magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
+
+	if (pg->carved != (uint64_t)pg->reserved * pg->block_size ||
+	    magic != div_magic_of(pg->block_size) ||
+	    pg->fast_magic != (pg->flags & PAGE_FULL ? 0 : magic))
+		problem(c, "page descriptor's block-start test inconsistent", pg);
 #endif
 }
 

@@ -3,10 +3,10 @@
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
  * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
- * protocol). With CONFIG_DEBUG_DOUBLE_FREE the owner's frees test the live map; another
- * thread's free tests the block's free mark (segment.h) and the page geometry copied to the
- * xthread line, so it reads no cache line the owner writes at every malloc. The owner checks
- * the map again when it collects the block.
+ * protocol). With CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (segment.h) and
+ * that it is a carved block's start: the owner against the page descriptor, another thread
+ * against the page geometry copied to the xthread line, so it reads no cache line the owner
+ * writes at every malloc. The owner checks the pending mark again when it collects the block.
  */
 #include <errno.h>
 
@@ -22,11 +22,17 @@ static const char *invalid_reason(struct segment *seg, const void *p, bool *is_d
 {
 	struct page *pg = page_of(seg, p);
 
+	size_t off;
+
 	*is_double = false;
 	if (!pg->span || !pg->block_size || (const uint8_t *)p < pg->start)
 		return "not inside an allocated block";
-	if (((size_t)((const uint8_t *)p - pg->start)) % pg->block_size)
+	off = (size_t)((const uint8_t *)p - pg->start);
+	if (off % pg->block_size)
 		return "pointer to the inside of a block";
+	/* racy from another thread (reserved is the owner's): only the wording depends on it */
+	if (off / pg->block_size >= pg->reserved)
+		return "not inside an allocated block";
 	*is_double = true;
 	return "block is already free";
 }
@@ -113,8 +119,7 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		/* The map's line is the owner's: read only for a marked block (segment.h). */
-		if (!xthread_block_ok(pg, b) || (block_marked_free(b) && !live_test(seg, b))) {
+		if (!xthread_block_ok(pg, b) || block_marked_free(b)) {
 			report_bad_free(seg, b);
 			return;
 		}
@@ -189,9 +194,9 @@ void free_slow(struct heap *heap, void *p)
 	if (owner == heap || heap_is_mine(owner, heap)) {
 		if (owner == heap || !policy_keeps_small_blocks())
 			heap->owned[owned_slot(seg)] = seg; /* the next frees take the fast path */
-		/* Local but not plain: a full page, a pointer off the granule grid, or the live
-		 * byte was already clear. */
-		if (((uintptr_t)p & (GRANULE - 1)) || !live_clear(seg, p)) {
+		/* Local but not plain: a full page, a pointer off the granule grid, or not a
+		 * freeable block (segment.h: block_freeable). */
+		if (((uintptr_t)p & (GRANULE - 1)) || !block_freeable(pg, p)) {
 			report_bad_free(seg, p);
 			return;
 		}

@@ -296,7 +296,7 @@ void heap_abandon(struct heap *heap)
 		struct page *pg = heap->full.first;
 
 		queue_remove(&heap->full, pg);
-		pg->flags &= (uint16_t)~PAGE_FULL;
+		page_clear_full(pg);
 		queue_push_back(&heap->bins[pg->bin], pg);
 	}
 	policy_heap_exit_all(heap);
@@ -391,7 +391,7 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 	heap_purge_at(heap, seg->purge_at); /* dirty slots keep their deadline, now this heap's */
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;
-		pg->flags = 0;
+		page_clear_full(pg);
 		page_collect_xthread(pg, XT_NORMAL);
 		queue_push_back(&heap->bins[pg->bin], pg);
 		heap_direct_update(heap, pg->bin);

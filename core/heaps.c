@@ -236,7 +236,7 @@ static void mark_free_list(const struct page *pg, const struct block *b, uint64_
 
 /*
  * The live blocks of one span, after taking the frees other threads pushed into it. With
- * CONFIG_DEBUG_DOUBLE_FREE the live map says which are live; without it, a temporary bitmap
+ * CONFIG_DEBUG_DOUBLE_FREE the free marks say which are live; without it, a temporary bitmap
  * of the blocks on the page's free lists (the rest of the carved ones are live).
  */
 static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, visit_fn fn,
@@ -256,7 +256,7 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 	memset(map, 0, ((n + 63) / 64) * sizeof(map[0]));
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	for (uint32_t i = 0; i < n; i++)
-		if (!live_test(seg, pg->start + (size_t)i * bs))
+		if (!block_live((struct block *)(pg->start + (size_t)i * bs)))
 			map[i / 64] |= 1ULL << (i % 64);
 #else
 	(void)seg;

@@ -83,7 +83,7 @@ void process_init(void)
 	sefer_list_key |= 1;
 	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
 		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
-	sefer_mark_key |= 1;	/* odd: a pending mark never equals a free mark (the address) */
+	sefer_mark_key |= 1;	/* odd: no mark is an aligned pointer (a self-pointer included) */
 	/* the seed of every heap's free-list shuffle (heap.c, page.c) */
 	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer_os.random_bytes ||
 	    !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key))))

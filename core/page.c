@@ -170,6 +170,7 @@ static void page_extend(struct heap *heap, struct page *pg)
 		pg->free = first;
 	}
 	pg->reserved += n;
+	pg->carved = (uint64_t)pg->reserved * bs;
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
 
@@ -178,7 +179,10 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->bin = (uint8_t)bin;
 	pg->block_size = (uint32_t)bin_block_size(bin);
 	pg->capacity = (uint32_t)(page_span_bytes(pg) / pg->block_size);
+	atomic_store_explicit(&pg->xt_div_magic, div_magic_of(pg->block_size), memory_order_relaxed);
+	pg->fast_magic = div_magic_of(pg->block_size);
 	pg->reserved = 0;
+	pg->carved = 0;
 	pg->used = 0;
 	pg->flags = 0;
 	pg->free = pg->local_free = NULL;
@@ -215,15 +219,16 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, tag, memory_order_acquire,
 							 memory_order_relaxed));
 	struct block *head = (struct block *)xt_ptr(old), *b = head, *last = NULL;
-	struct segment *seg = segment_of(pg);
 	uint32_t n = 0;
 
 	if (!head)
 		return false;
 	for (; b; b = block_next(pg, b)) {
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-			if (!live_clear(seg, b))
-				report_corruption("cross-thread free list holds a free block", b);
+			/* its owner freed it (free mark) or handed it out again (no mark) */
+			if (!block_marked_pending(b))
+				report_corruption("cross-thread free list holds a block that is not pending",
+						  b);
 			block_mark_free(b); /* no longer pending (segment.h) */
 		}
 		last = b;
@@ -281,7 +286,7 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 	}
 	queue_remove(&heap->bins[pg->bin], pg);
 	queue_push_back(&heap->full, pg);
-	pg->flags |= PAGE_FULL;
+	page_set_full(pg);
 	return true;
 }
 
@@ -297,7 +302,7 @@ void page_unfull(struct heap *heap, struct page *pg)
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t old = XT_FULL;
 
-	pg->flags &= (uint16_t)~PAGE_FULL;
+	page_clear_full(pg);
 	queue_remove(&heap->full, pg);
 	queue_push_back(q, pg);
 	if (q->first == pg)

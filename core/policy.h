@@ -31,9 +31,10 @@
  *                       held; the heap stays in use.
  *   small_alloc(h, sz)  HOT, owner thread, no lock: a block of bin_block_size(bin(sz))
  *                       bytes or NULL to fall through to the bins. Must not fail otherwise.
- *   small_free(h, pg, p) HOT, owner thread, p is a block of pg owned by h whose live bit
- *                       was just cleared: true if the policy kept it (it stays counted in
- *                       pg->used; small_alloc must live_set() a block it hands out again).
+ *   small_free(h, pg, p) HOT, owner thread, p is a block of pg owned by h that was just
+ *                       checked and given its free mark: true if the policy kept it (it stays
+ *                       counted in pg->used; small_alloc must block_clear_mark() a block it
+ *                       hands out again).
  *   segment_node(h)     slow path: NUMA node for a new segment or SEFER_NO_NODE; also the node
  *                       whose segments span_alloc() tries first when refilling.
  *   segment_placed(addr, size, node) slow path: right after reserve, before the memory is

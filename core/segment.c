@@ -292,12 +292,10 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg->size = SEGMENT_SIZE;
 		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
 		seg->free_pages = ALL_PAGES_MASK;
-		/* Every descriptor, in a span or not, finds the live map: a free into a free
-		 * slot then reads a clear byte and is reported, like any other bad free. */
-		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++) {
+		/* Every slot maps to pages[0], an unused descriptor (carved 0) until a span
+		 * takes it: a free into a free slot is no block start and is reported. */
+		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
 			seg->page_off[i] = page_desc_off(0);
-			seg->pages[i].live_base = page_live_base(seg);
-		}
 		/* past the header nothing is the program's until a block is handed out */
 		annotate_noaccess((uint8_t *)seg + sizeof(*seg), SEGMENT_SIZE - sizeof(*seg));
 		atomic_store_explicit(&seg->owner, heap, memory_order_relaxed);
@@ -531,10 +529,10 @@ void span_free_slots(struct segment *seg, struct page *pg)
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
-	memset(pg, 0, __builtin_offsetof(struct page, xthread));
-	pg->live_base = page_live_base(seg); /* kept for bad frees into the free slot */
+	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* carved 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
+	atomic_store_explicit(&pg->xt_div_magic, 0, memory_order_relaxed);
 	pg->next = pg->prev = pg->delayed_next = NULL;
 	seg->free_pages |= bits;
 	seg->dirty_pages |= bits;
@@ -561,13 +559,13 @@ void span_free(struct heap *heap, struct page *pg)
 
 /*
  * A destroyed first-class heap gives up seg with every block in it (core/heaps.c): its spans
- * become free dirty slots, their live-map bytes cleared (a later free of one of the blocks
- * finds a clear byte and is reported), and seg a spare for any heap, or it is unmapped at once
+ * become free dirty slots, their descriptors emptied (a later free of one of the blocks finds
+ * nothing carved there and is reported), and seg a spare for any heap, or it is unmapped at once
  * when SPARE_MAX are kept already (then nothing needs resetting). seg is off heap's lists.
  */
 /*
  * Every block of seg is given up at once (segment_drop): the memory checkers forget the live
- * ones (memcheck: a FREELIKE each, found in the live map once the blocks other threads pushed,
+ * ones (memcheck: a FREELIKE each, found by their marks once the blocks other threads pushed,
  * already free to memcheck, are collected) and the spans become unaddressable. Empty when
  * neither checker is configured.
  */
@@ -583,7 +581,7 @@ static void annotate_segment_drop(struct segment *seg)
 			for (uint32_t i = 0; i < pg->reserved; i++) {
 				uint8_t *b = pg->start + (size_t)i * pg->block_size;
 
-				if (live_test(seg, b))
+				if (block_live((struct block *)b))
 					annotate_block_free(b, pg->block_size);
 			}
 		}
@@ -605,9 +603,7 @@ void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
 		segment_release(seg);
 		return;
 	}
-	for_each_span(seg, pg, idx) {
-		live_clear_range(seg, pg->start, (size_t)pg->reserved * pg->block_size);
+	for_each_span(seg, pg, idx)
 		span_free_slots(seg, pg);
-	}
 	spare_put(seg, now);
 }

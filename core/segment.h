@@ -14,8 +14,10 @@
  *  - a span's descriptor: capacity blocks of block_size from start; used = blocks handed out
  *    and not yet collected back (those in free and local_free are not used; those in
  *    xthread are still counted as used until the owner collects them).
- *  - with CONFIG_DEBUG_DOUBLE_FREE, live_map has a nonzero byte exactly at the granule of every
- *    pointer handed to the user and not yet freed (collected, for cross-thread frees).
+ *  - a span's blocks from start up to carved bytes are the carved ones (reserved of them); with
+ *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a
+ *    policy) carries its free mark, every one on a cross-thread list not yet collected its
+ *    pending mark, and no block handed to the user carries either (see "free marks" below).
  *  - owner is the heap of the owning thread, NULL while abandoned, LARGE_OWNER for large
  *    segments. Only the owner touches the non-atomic fields of a small segment and its pages.
  */
@@ -66,7 +68,8 @@ struct page {
 	uint8_t in_queue;
 	uint8_t pad_;
 	uint8_t *start;
-	uintptr_t live_base; /* live_map byte of p is at live_base + (p >> 4) */
+	uint64_t fast_magic; /* xt_div_magic, but 0 while full or unused: block_fast_freeable() */
+	uint64_t carved;    /* bytes of blocks carved from start: reserved * block_size */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
@@ -75,6 +78,7 @@ struct page {
 	 * read the owner's hot line); written by the owner at page_init / page_extend. */
 	_Atomic(uintptr_t) xt_start;
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
+	_Atomic(uint64_t) xt_div_magic; /* div_magic_of(block_size): block_freeable() */
 	struct page *next, *prev;		       /* bin queue or full queue */
 	uint64_t empty_since;			       /* ms when used dropped to 0 */
 } cacheline_aligned;
@@ -123,13 +127,6 @@ struct segment {
 
 	uint16_t page_off[PAGES_PER_SEGMENT]; /* page_of() in one load and one add */
 	struct page pages[PAGES_PER_SEGMENT];
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	/* One byte per granule, not one bit: setting and testing a byte is one shift and one
-	 * store or compare where a bit costs two shifts, a load, a bit operation and a store
-	 * (malloc 9 -> 4 instructions, free 12 -> 6). Only the bytes of pages in use are ever
-	 * touched: 4 KiB of map per 64 KiB page in use. */
-	_Atomic(uint8_t) live_map[SEGMENT_SIZE / GRANULE];
-#endif
 };
 
 /*
@@ -184,33 +181,32 @@ void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INT
 /*
  * ---- free marks (CONFIG_DEBUG_DOUBLE_FREE) ----
  * The second word of every free small block (carved, freed locally or collected, held by a
- * policy) is the block's own address, the *free mark*: one store on the free fast path, and
- * nothing a read of a freed block could not already know. A cross-thread free tests it
- * before the owner's live map, whose cache line the owner writes at every malloc: a block
- * without its mark is not free. A marked one is free, or live with the mark left over (malloc
- * does not clear it: that store cost larson 8.5% at one thread) until the user writes the
- * block's second word, or live with user data equal to it (a self-pointer at offset 8, as an
- * empty list head makes): the map settles it, so a stale mark costs a cache miss, never a
- * false report. Measured, 2 threads handing 16..1024 byte blocks: 11M -> 14M ops/s when the
- * producer writes a block's first 16 bytes, no change when it writes only the first byte.
- * calloc clears the mark with the rest.
+ * policy) is its *free mark*: the block's address keyed with a per-process secret
+ * (sefer_mark_key). malloc clears it (one store into the line it reads the link from), so a
+ * block handed to the program never carries it, and a free that finds it is a double free. User
+ * data cannot hold it by accident (2^-64 for any one word; a self-pointer, as an empty list head
+ * at offset 0 makes, is the bare address, not the mark), and learning the key takes reading
+ * freed memory. The free fast path reads the word from the line it writes the link to: no other
+ * cache line, where the byte-per-granule live map it replaces cost a second line per malloc and
+ * per free and 4 KiB of resident map per 64 KiB page in use.
  *
- * A block on a cross-thread list, not yet collected, carries the *pending mark* instead, its
- * address keyed with a per-process secret (sefer_mark_key, not the hardened list key): its
- * bit is still set, so only this mark tells a second cross-thread free, and user data cannot
- * match it by accident (2^-64). The collector turns it into the free mark, so a pending mark
- * is never stale. Only cross-thread paths compute it.
+ * A block on a cross-thread list, not yet collected, carries the *pending mark* instead (the
+ * free mark with bit 1 flipped): a second cross-thread free finds it; the collector checks it
+ * and writes the free mark.
+ *
+ * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
+ * inside one, not past the carved ones), by Lemire's divisibility test against div_magic.
  */
 extern uintptr_t sefer_mark_key SEFER_INTERNAL;
 
 static always_inline uintptr_t free_mark(const struct block *b)
 {
-	return (uintptr_t)b;
+	return (uintptr_t)b ^ sefer_mark_key;
 }
 
 static always_inline uintptr_t pending_mark(const struct block *b)
 {
-	return (uintptr_t)b ^ sefer_mark_key;
+	return free_mark(b) ^ 2; /* odd too (sefer_mark_key is) */
 }
 
 /*
@@ -230,7 +226,18 @@ static always_inline void block_mark_pending(struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 		annotate_link_open(b);
-		((uintptr_t *)b)[1] = pending_mark(b);
+		/* atomic (relaxed, a plain store): a visit of the owner's heap may peek at it */
+		__atomic_store_n(&((uintptr_t *)b)[1], pending_mark(b), __ATOMIC_RELAXED);
+		annotate_link_close(b);
+	}
+}
+
+/* The block is the program's now: no mark (malloc, and a policy handing a block out). */
+static always_inline void block_clear_mark(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
+		((uintptr_t *)b)[1] = 0;
 		annotate_link_close(b);
 	}
 }
@@ -282,53 +289,79 @@ static always_inline void block_set_next(struct block *b, const struct block *ne
 	annotate_link_close(b);
 }
 
-/* ---- live map (CONFIG_DEBUG_DOUBLE_FREE): a byte per granule, nonzero at a live block ---- */
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-static always_inline _Atomic(uint8_t) *live_byte(struct segment *seg, const void *p)
+/* ---- block starts ---- */
+static inline uint64_t div_magic_of(uint32_t block_size)
 {
-	return &seg->live_map[((uintptr_t)p & SEGMENT_MASK) >> GRANULE_SHIFT];
-}
-#endif
-
-/* Owner-only: plain relaxed store (no read-modify-write). */
-static always_inline void live_set(struct segment *seg, const void *p)
-{
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	atomic_store_explicit(live_byte(seg, p), 1, memory_order_relaxed);
-#endif
+	return UINT64_MAX / block_size + 1;
 }
 
-/* Owner-only: clear the byte; false when it was not set (double or invalid free). */
-static always_inline bool live_clear(struct segment *seg, const void *p)
+/*
+ * Is p the start of one of pg's carved blocks? (p - start) < carved and divisible by the block
+ * size: for a 32-bit n, n * ceil(2^64 / d) wraps below the multiplier exactly when d divides n
+ * (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). magic 0 fails every
+ * pointer. Owner-only (carved is the owner's).
+ */
+static always_inline bool block_start(const struct page *pg, const void *p, uint64_t magic)
 {
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	_Atomic(uint8_t) *b = live_byte(seg, p);
+	uint64_t off = (uintptr_t)p - (uintptr_t)pg->start;
 
-	if (unlikely(!atomic_load_explicit(b, memory_order_relaxed)))
+	return off < pg->carved && off * magic < magic;
+}
+
+/*
+ * The free fast path's test: may the owner free b into pg right here? A carved block start
+ * without the free mark, in a page that is not full: a full page's fast_magic is 0
+ * (page_set_full), so one test sends both a bad free and a free into a full page to free_slow,
+ * which tells them apart. Without CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
+ */
+static always_inline bool block_fast_freeable(const struct page *pg, const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return !pg->flags;
+	uint64_t off = (uintptr_t)b - (uintptr_t)pg->start, magic = pg->fast_magic;
+
+	/* block_start() as separate tests: the compiler then lays the fast path out as one
+	 * straight line (combined, it put a taken branch in it) */
+	if (unlikely(off >= pg->carved))
 		return false;
-	atomic_store_explicit(b, 0, memory_order_relaxed);
-#endif
-	return true;
+	if (unlikely(off * magic >= magic))
+		return false;
+	return likely(!block_marked_free(b));
 }
 
-/* Owner-only: clear the bytes of `bytes` bytes of blocks from p (a span given up whole). */
-static inline void live_clear_range(struct segment *seg, const void *p, size_t bytes)
+/* The same for the owner's slow paths, full pages included. */
+static inline bool block_freeable(const struct page *pg, const struct block *b)
 {
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	__builtin_memset((void *)live_byte(seg, p), 0, bytes >> GRANULE_SHIFT);
-#else
-	(void)seg, (void)p, (void)bytes;
-#endif
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return true;
+	return block_start(pg, b, atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed)) &&
+	       !block_marked_free(b);
 }
 
-/* Any thread: is the byte set now (a racy hint for cross-thread frees). */
-static inline bool live_test(struct segment *seg, const void *p)
+/*
+ * Owner, or any thread that has stopped the owner (checks, visits): is b, a carved block, the
+ * program's? Pending blocks are (the owner has not taken them back yet). b may be live, so its
+ * mark is peeked at, not opened (core/annotate.h). Always true without
+ * CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the free lists).
+ */
+static inline bool block_live(const struct block *b)
 {
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	return atomic_load_explicit(live_byte(seg, p), memory_order_relaxed) != 0;
-#else
-	return true;
-#endif
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return true;
+	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
+}
+
+/* pg goes into (out of) its heap's full queue: the flag, and the fast path's magic. */
+static inline void page_set_full(struct page *pg)
+{
+	pg->flags |= PAGE_FULL;
+	pg->fast_magic = 0;
+}
+
+static inline void page_clear_full(struct page *pg)
+{
+	pg->flags &= (uint16_t)~PAGE_FULL;
+	pg->fast_magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
 }
 
 /*
@@ -369,41 +402,6 @@ static inline bool large_place(struct segment *seg, size_t off, size_t size)
 	seg->large_block = (uint8_t *)seg + off;
 	seg->large_size = seg->size - off;
 	return true;
-}
-
-/*
- * The same two for a block of a page in use, through pg->live_base: on the fast paths the page
- * is at hand and its first cache line is hot, so the map byte is one shift and one add.
- */
-static always_inline void live_set_pg(const struct page *pg, const void *p)
-{
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	atomic_store_explicit((_Atomic(uint8_t) *)(pg->live_base + ((uintptr_t)p >> GRANULE_SHIFT)),
-			      1, memory_order_relaxed);
-#endif
-}
-
-static always_inline bool live_clear_pg(const struct page *pg, const void *p)
-{
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	_Atomic(uint8_t) *b = (_Atomic(uint8_t) *)(pg->live_base + ((uintptr_t)p >> GRANULE_SHIFT));
-
-	if (unlikely(!atomic_load_explicit(b, memory_order_relaxed)))
-		return false;
-	atomic_store_explicit(b, 0, memory_order_relaxed);
-#endif
-	return true;
-}
-
-/* pg->live_base for a span of seg (set when the span is handed out). */
-static inline uintptr_t page_live_base(struct segment *seg)
-{
-#if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
-	return (uintptr_t)seg->live_map - ((uintptr_t)seg >> GRANULE_SHIFT);
-#else
-	(void)seg;
-	return 0;
-#endif
 }
 
 /* Doubly linked lists of segments through next/prev (a heap's lists, the spares, a first-class

@@ -5,7 +5,7 @@
  * struct heap; include/generated/policies_hot.h includes them after it).
  *
  * Invariants: slot[bin][0 .. count[bin]) hold blocks of bin `bin` from pages of this heap's
- * segments, freed by the owner (live bit clear) and still counted in their page's used count;
+ * segments, freed by the owner (free mark written) and still counted in their page's used count;
  * only the owning thread touches the magazine; heap_exit gives every block back to its page.
  */
 #ifndef SEFER_POLICY_FASTBIN_H

@@ -27,12 +27,12 @@ static always_inline void *fastbin_small_alloc(struct heap *h, size_t size)
 		return NULL;
 	p = fb->slot[bin][--n];
 	fb->count[bin] = n;
-	live_set(segment_of(p), p);
+	block_clear_mark(p);
 	heap_stat_call(h, mallocs);
 	return p;
 }
 
-/* Keep a block the owner just freed (live bit cleared) unless its class's magazine is full. */
+/* Keep a block the owner just freed (free mark written) unless its class's magazine is full. */
 static always_inline bool fastbin_small_free(struct heap *h, struct page *pg, void *p)
 {
 	struct fastbin_heap *fb = &h->policy.fastbin;

@@ -83,7 +83,7 @@ int child_main(const char *mode)
 		return 0;
 	}
 	if (!strcmp(mode, "misaligned-free")) {
-		/* off the 16-byte grid, inside a block: the live map's byte is the block's */
+		/* off the 16-byte grid, inside a block */
 		p = sefer_malloc(64);
 		print_addr(p + 8);
 		sefer_free(p + 8);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The fastbin policy: LIFO reuse through the magazine, the depth bound, classes above the
- * magazine untouched, live bits kept right, and the magazine given back at thread exit.
+ * magazine untouched, free marks kept right, and the magazine given back at thread exit.
  * With the policy off, one test checks the plain page LIFO the core gives instead.
  */
 #include <pthread.h>
