@@ -135,6 +135,26 @@ int child_main(const char *mode)
 		sefer_free(not_ours);
 		return 0;
 	}
+	if (!strcmp(mode, "uncarved-free") || !strcmp(mode, "xthread-uncarved")) {
+		/* a block boundary of a page in use past the blocks it has carved: never handed
+		 * out, though its second word is no free mark */
+		p = sefer_malloc(64);
+		struct page *pg = page_of(segment_of(p), p);
+		char *q = (char *)pg->start + (size_t)(pg->capacity - 1) * pg->block_size;
+
+		if (pg->reserved >= pg->capacity)
+			return 20;
+		fprintf(stderr, "addr=%p\n", (void *)q);
+		if (!strcmp(mode, "uncarved-free")) {
+			sefer_free(q);
+		} else {
+			pthread_t t;
+
+			pthread_create(&t, NULL, free_it, q);
+			pthread_join(t, NULL);
+		}
+		return 0;
+	}
 	if (!strcmp(mode, "misaligned-free")) {
 		/* off the 16-byte grid, inside a block */
 		p = sefer_malloc(64);
@@ -264,6 +284,8 @@ static const struct bad_free bad_frees[] = {
 	{ "xthread-after-collect", "double free", "already free", false },
 	{ "xthread-after-local", "double free", "already free", false },
 	{ "xthread-interior", "invalid free", "inside of a block", false },
+	{ "uncarved-free", "invalid free", "not inside an allocated block", false },
+	{ "xthread-uncarved", "invalid free", "not inside an allocated block", false },
 };
 
 static const struct bad_free bad_frees_always[] = { BAD_FREES_ALWAYS };
