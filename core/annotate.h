@@ -178,11 +178,11 @@ static always_inline size_t annotate_live_bytes(const void *p, size_t usable)
  * visit reads the marks of blocks other threads may be freeing (block_mark_pending).
  */
 #if IS_ENABLED(CONFIG_SANITIZE_ADDRESS)
-#define ANNOTATE_PEEK_FN static __attribute__((no_sanitize_address, unused)) noinline
+static __attribute__((no_sanitize_address, unused)) noinline uintptr_t
+annotate_peek_word(const uintptr_t *w)
 #else
-#define ANNOTATE_PEEK_FN static inline
+static inline uintptr_t annotate_peek_word(const uintptr_t *w)
 #endif
-ANNOTATE_PEEK_FN uintptr_t annotate_peek_word(const uintptr_t *w)
 {
 	uintptr_t v;
 
