@@ -63,11 +63,8 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 		live += block_live((struct block *)(pg->start + i * pg->block_size));
 	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "free marks disagree with the used count", pg);
-	uint64_t magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
-
-	if (pg->carved != (uint64_t)pg->reserved * pg->block_size ||
-	    magic != div_magic_of(pg->block_size) ||
-	    pg->fast_magic != (pg->flags & PAGE_FULL ? 0 : magic))
+	if (pg->div_magic != div_magic_of(pg->block_size) ||
+	    pg->fast_limit != (pg->flags & PAGE_FULL ? 0 : block_limit(pg)))
 		problem(c, "page descriptor's block-start test inconsistent", pg);
 #endif
 }

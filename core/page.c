@@ -170,7 +170,8 @@ static void page_extend(struct heap *heap, struct page *pg)
 		pg->free = first;
 	}
 	pg->reserved += n;
-	pg->carved = (uint64_t)pg->reserved * bs;
+	if (!(pg->flags & PAGE_FULL))
+		pg->fast_limit = block_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
 
@@ -179,10 +180,9 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->bin = (uint8_t)bin;
 	pg->block_size = (uint32_t)bin_block_size(bin);
 	pg->capacity = (uint32_t)(page_span_bytes(pg) / pg->block_size);
-	atomic_store_explicit(&pg->xt_div_magic, div_magic_of(pg->block_size), memory_order_relaxed);
-	pg->fast_magic = div_magic_of(pg->block_size);
+	pg->div_magic = div_magic_of(pg->block_size);
 	pg->reserved = 0;
-	pg->carved = 0;
+	pg->fast_limit = 0;
 	pg->used = 0;
 	pg->flags = 0;
 	pg->free = pg->local_free = NULL;

@@ -292,7 +292,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg->size = SEGMENT_SIZE;
 		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
 		seg->free_pages = ALL_PAGES_MASK;
-		/* Every slot maps to pages[0], an unused descriptor (carved 0) until a span
+		/* Every slot maps to pages[0], an unused descriptor (nothing carved) until a span
 		 * takes it: a free into a free slot is no block start and is reported. */
 		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
 			seg->page_off[i] = page_desc_off(0);
@@ -529,10 +529,9 @@ void span_free_slots(struct segment *seg, struct page *pg)
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
-	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* carved 0: frees refused */
+	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
-	atomic_store_explicit(&pg->xt_div_magic, 0, memory_order_relaxed);
 	pg->next = pg->prev = pg->delayed_next = NULL;
 	seg->free_pages |= bits;
 	seg->dirty_pages |= bits;

@@ -14,7 +14,8 @@
  *  - a span's descriptor: capacity blocks of block_size from start; used = blocks handed out
  *    and not yet collected back (those in free and local_free are not used; those in
  *    xthread are still counted as used until the owner collects them).
- *  - a span's blocks from start up to carved bytes are the carved ones (reserved of them); with
+ *  - a span's first reserved blocks from start are the carved ones; div_magic and fast_limit
+ *    are set as block_start() needs (fast_limit 0 while the page is full); with
  *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a
  *    policy) carries its free mark, every one on a cross-thread list not yet collected its
  *    pending mark, and no block handed to the user carries either (see "free marks" below).
@@ -68,8 +69,8 @@ struct page {
 	uint8_t in_queue;
 	uint8_t pad_;
 	uint8_t *start;
-	uint64_t fast_magic; /* xt_div_magic, but 0 while full or unused: block_fast_freeable() */
-	uint64_t carved;    /* bytes of blocks carved from start: reserved * block_size */
+	uint64_t div_magic;  /* floor(2^64 / block_size) + 1, 0 in an unused slot: block_start() */
+	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
@@ -78,7 +79,6 @@ struct page {
 	 * read the owner's hot line); written by the owner at page_init / page_extend. */
 	_Atomic(uintptr_t) xt_start;
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
-	_Atomic(uint64_t) xt_div_magic; /* div_magic_of(block_size): block_freeable() */
 	struct page *next, *prev;		       /* bin queue or full queue */
 	uint64_t empty_since;			       /* ms when used dropped to 0 */
 } cacheline_aligned;
@@ -195,7 +195,7 @@ void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INT
  * and writes the free mark.
  *
  * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
- * inside one, not past the carved ones), by Lemire's divisibility test against div_magic.
+ * inside one, not past the carved ones), in one multiply and one compare.
  */
 extern uintptr_t sefer_mark_key SEFER_INTERNAL;
 
@@ -292,25 +292,36 @@ static always_inline void block_set_next(struct block *b, const struct block *ne
 /* ---- block starts ---- */
 static inline uint64_t div_magic_of(uint32_t block_size)
 {
-	return UINT64_MAX / block_size + 1;
+	return UINT64_MAX / block_size + 1 + (UINT64_MAX % block_size == block_size - 1);
 }
 
 /*
- * Is p the start of one of pg's carved blocks? (p - start) < carved and divisible by the block
- * size: for a 32-bit n, n * ceil(2^64 / d) wraps below the multiplier exactly when d divides n
- * (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). magic 0 fails every
- * pointer. Owner-only (carved is the owner's).
+ * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what
+ * block_size * div_magic exceeds 2^64 by (1 <= e <= block_size).
  */
-static always_inline bool block_start(const struct page *pg, const void *p, uint64_t magic)
+static inline uint64_t block_limit(const struct page *pg)
 {
-	uint64_t off = (uintptr_t)p - (uintptr_t)pg->start;
+	return (uint64_t)pg->reserved * (uint64_t)(pg->block_size * pg->div_magic);
+}
 
-	return off < pg->carved && off * magic < magic;
+/*
+ * Is p the start of one of pg's carved blocks, with limit = block_limit(pg)? One multiply and
+ * one compare. With M = floor(2^64 / d) + 1 and e = d * M - 2^64 (1 <= e <= d), an offset
+ * q * d + r (0 <= r < d) times M is q * e + r * M modulo 2^64: q * e when d divides it, at
+ * least M when it does not. So off * M < reserved * e holds exactly for the starts of blocks
+ * 0 .. reserved - 1 while reserved * e < M, which spans of up to 1 MiB keep far below (2^33
+ * against 2^47); after Lemire, Kaser and Kurz, "Faster remainder by direct computation"
+ * (2019), brute-forced for every class and offset when this was written. limit 0 fails every
+ * pointer: an unused slot, and (fast_limit) a full page. Owner-only.
+ */
+static always_inline bool block_start(const struct page *pg, const void *p, uint64_t limit)
+{
+	return ((uintptr_t)p - (uintptr_t)pg->start) * pg->div_magic < limit;
 }
 
 /*
  * The free fast path's test: may the owner free b into pg right here? A carved block start
- * without the free mark, in a page that is not full: a full page's fast_magic is 0
+ * without the free mark, in a page that is not full: a full page's fast_limit is 0
  * (page_set_full), so one test sends both a bad free and a free into a full page to free_slow,
  * which tells them apart. Without CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
  */
@@ -318,13 +329,8 @@ static always_inline bool block_fast_freeable(const struct page *pg, const struc
 {
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return !pg->flags;
-	uint64_t off = (uintptr_t)b - (uintptr_t)pg->start, magic = pg->fast_magic;
-
-	/* block_start() as separate tests: the compiler then lays the fast path out as one
-	 * straight line (combined, it put a taken branch in it) */
-	if (unlikely(off >= pg->carved))
-		return false;
-	if (unlikely(off * magic >= magic))
+	/* two tests, each unlikely to fail: the compiler lays the fast path out as one line */
+	if (unlikely(!block_start(pg, b, pg->fast_limit)))
 		return false;
 	return likely(!block_marked_free(b));
 }
@@ -334,8 +340,7 @@ static inline bool block_freeable(const struct page *pg, const struct block *b)
 {
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return true;
-	return block_start(pg, b, atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed)) &&
-	       !block_marked_free(b);
+	return block_start(pg, b, block_limit(pg)) && !block_marked_free(b);
 }
 
 /*
@@ -351,17 +356,17 @@ static inline bool block_live(const struct block *b)
 	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
 }
 
-/* pg goes into (out of) its heap's full queue: the flag, and the fast path's magic. */
+/* pg goes into (out of) its heap's full queue: the flag, and the fast path's limit. */
 static inline void page_set_full(struct page *pg)
 {
 	pg->flags |= PAGE_FULL;
-	pg->fast_magic = 0;
+	pg->fast_limit = 0;
 }
 
 static inline void page_clear_full(struct page *pg)
 {
 	pg->flags &= (uint16_t)~PAGE_FULL;
-	pg->fast_magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
+	pg->fast_limit = block_limit(pg);
 }
 
 /*

@@ -52,6 +52,39 @@ START_TEST(large_sizes_use_segments)
 }
 END_TEST
 
+/*
+ * block_start(): one multiply and one compare say whether an offset is the start of one of
+ * the first `reserved` blocks (segment.h). Every class, every offset of its span (the odd ones
+ * too), a span with nothing, some and all of its blocks carved.
+ */
+START_TEST(block_start_exact)
+{
+	static struct page pg; /* only start, block_size, div_magic and reserved are read */
+
+	pg.start = (uint8_t *)(uintptr_t)SEGMENT_SIZE;
+	for (unsigned bin = 1; bin < NBINS; bin++) {
+		uint32_t bs = (uint32_t)bin_block_size(bin);
+		size_t span = (size_t)bin_span_pages(bin) << SPAGE_SHIFT;
+		uint32_t cap = (uint32_t)(span / bs);
+		uint32_t reserved[] = { 0, 1, cap / 3, cap - 1, cap };
+
+		pg.block_size = bs;
+		pg.div_magic = div_magic_of(bs);
+		for (size_t k = 0; k < sizeof(reserved) / sizeof(reserved[0]); k++) {
+			pg.reserved = reserved[k];
+			uint64_t limit = block_limit(&pg);
+
+			for (size_t off = 0; off < span; off += (off & 15) == 0 ? 1 : 15) {
+				bool want = off % bs == 0 && off / bs < pg.reserved;
+
+				ck_assert_msg(block_start(&pg, pg.start + off, limit) == want,
+					      "block size %u, %u carved, offset %zu", bs, pg.reserved, off);
+			}
+		}
+	}
+}
+END_TEST
+
 Suite *bins_suite(void)
 {
 	Suite *s = suite_create("bins");
@@ -60,6 +93,7 @@ Suite *bins_suite(void)
 	tcase_add_test(tc, every_size_fits);
 	tcase_add_test(tc, classes_round_trip);
 	tcase_add_test(tc, large_sizes_use_segments);
+	tcase_add_test(tc, block_start_exact);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
