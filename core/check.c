@@ -64,7 +64,7 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||
-	    pg->fast_limit != (pg->flags & PAGE_FULL ? 0 : block_limit(pg)))
+	    pg->fast_limit != page_fast_limit(pg))
 		problem(c, "page descriptor's block-start test inconsistent", pg);
 #endif
 }

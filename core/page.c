@@ -170,8 +170,7 @@ static void page_extend(struct heap *heap, struct page *pg)
 		pg->free = first;
 	}
 	pg->reserved += n;
-	if (!(pg->flags & PAGE_FULL))
-		pg->fast_limit = block_limit(pg);
+	pg->fast_limit = page_fast_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
 
@@ -182,9 +181,9 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->capacity = (uint32_t)(page_span_bytes(pg) / pg->block_size);
 	pg->div_magic = div_magic_of(pg->block_size);
 	pg->reserved = 0;
-	pg->fast_limit = 0;
 	pg->used = 0;
 	pg->flags = 0;
+	pg->fast_limit = page_fast_limit(pg); /* 0: nothing carved yet */
 	pg->free = pg->local_free = NULL;
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);

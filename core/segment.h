@@ -325,14 +325,20 @@ static always_inline bool block_start(const struct page *pg, const void *p, uint
  * (page_set_full), so one test sends both a bad free and a free into a full page to free_slow,
  * which tells them apart. Without CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
  */
+static always_inline bool block_unmarked_start(const struct page *pg, const struct block *b,
+						 uint64_t limit)
+{
+	/* two tests, each unlikely to fail: the compiler lays the fast path out as one line */
+	if (unlikely(!block_start(pg, b, limit)))
+		return false;
+	return likely(!block_marked_free(b));
+}
+
 static always_inline bool block_fast_freeable(const struct page *pg, const struct block *b)
 {
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return !pg->flags;
-	/* two tests, each unlikely to fail: the compiler lays the fast path out as one line */
-	if (unlikely(!block_start(pg, b, pg->fast_limit)))
-		return false;
-	return likely(!block_marked_free(b));
+	return block_unmarked_start(pg, b, pg->fast_limit);
 }
 
 /* The same for the owner's slow paths, full pages included. */
@@ -340,7 +346,7 @@ static inline bool block_freeable(const struct page *pg, const struct block *b)
 {
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return true;
-	return block_start(pg, b, block_limit(pg)) && !block_marked_free(b);
+	return block_unmarked_start(pg, b, block_limit(pg));
 }
 
 /*
@@ -356,17 +362,23 @@ static inline bool block_live(const struct block *b)
 	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
 }
 
+/* What pg->fast_limit must be: block_limit(), or 0 while the page is full. */
+static inline uint64_t page_fast_limit(const struct page *pg)
+{
+	return pg->flags & PAGE_FULL ? 0 : block_limit(pg);
+}
+
 /* pg goes into (out of) its heap's full queue: the flag, and the fast path's limit. */
 static inline void page_set_full(struct page *pg)
 {
 	pg->flags |= PAGE_FULL;
-	pg->fast_limit = 0;
+	pg->fast_limit = page_fast_limit(pg);
 }
 
 static inline void page_clear_full(struct page *pg)
 {
 	pg->flags &= (uint16_t)~PAGE_FULL;
-	pg->fast_limit = block_limit(pg);
+	pg->fast_limit = page_fast_limit(pg);
 }
 
 /*
