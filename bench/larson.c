@@ -8,8 +8,9 @@
  * 16..512 B, with about 3% of blocks 513 B..8 KiB. Every 16th released block
  * is not freed by its allocating thread but handed to the next worker
  * (through a lock-free mailbox, bounded at 32 waiting blocks) and freed there,
- * as a server hands a request buffer to another thread. Workers are pre-spawned and released together
- * by a barrier; each does a fixed budget of steps.
+ * as a server hands a request buffer to another thread. Workers are
+ * pre-spawned and released together by a barrier; each does a fixed budget
+ * of steps.
  *
  *   larson --ops 2M --threads 4 [--pin] [--seed N]
  *

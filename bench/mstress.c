@@ -5,9 +5,10 @@
  * Each round a worker fills 512 slots with mixed sizes (85% 16..256 B,
  * 12% 257 B..4 KiB, 3% 4..64 KiB), frees half of them in random order
  * (about 1 in 8 of those is handed to the next worker and freed there, unless
- * 256 blocks already wait in its mailbox), refills the holes, and finally frees all 512. Models phases of a program
- * whose live set rises and falls with fragmentation in between, with some
- * objects outliving their thread's interest in them.
+ * 256 blocks already wait in its mailbox), refills the holes, and finally
+ * frees all 512. Models phases of a program whose live set rises and falls
+ * with fragmentation in between, with some objects outliving their thread's
+ * interest in them.
  *
  *   mstress --ops 4000 --threads 4 [--pin] [--seed N]
  *
