@@ -111,10 +111,22 @@ static void check_segment(struct sync_node *n, void *arg)
 		problem(c, "used page count wrong", seg);
 }
 
+/* heap.h: every direct-table slot points at its bin's first page, or at page_empty. */
+static void check_direct(struct check_ctx *c, struct heap *heap)
+{
+	for (size_t s = 0; s < DIRECT_SLOTS; s++) {
+		struct page *first = heap->bins[bin_index(s << GRANULE_SHIFT)].first;
+
+		if (heap->direct[s] != (first ? first : &page_empty))
+			problem(c, "direct table slot not its bin's first page", &heap->direct[s]);
+	}
+}
+
 SEFER_API size_t sefer_check_heap(void)
 {
 	struct check_ctx c = { heap_get(), 0, 0 };
 
+	check_direct(&c, c.me);
 	sync_registry_walk(check_segment, &c);
 	return c.problems;
 }

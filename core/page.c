@@ -414,11 +414,12 @@ bool page_queue_usable(struct heap *heap, unsigned bin)
 struct page *page_find(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
-	struct page *pg, *next;
+	struct page *pg, *next, *first;
 	bool reclaimed = false;
 
 	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
 		heap_drain_delayed(heap);
+	first = q->first; /* what the direct table points at (heap.h) */
 retry:
 	for (pg = q->first; pg; pg = next) {
 		next = pg->next;
@@ -454,7 +455,9 @@ found:
 		queue_remove(q, pg);
 		queue_push_front(q, pg);
 	}
-	heap_direct_update(heap, bin);
+	/* Most calls refill the first page from its own frees: the direct table is right. */
+	if (pg != first)
+		heap_direct_update(heap, bin);
 	return pg;
 }
 
