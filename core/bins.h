@@ -18,14 +18,21 @@
 #define DIRECT_MAX 1024 /* sizes served straight from the heap's direct table */
 #define DIRECT_SLOTS (DIRECT_MAX / GRANULE + 1)
 
+/*
+ * Both halves are computed and one is selected, without a branch: malloc's slow path sees
+ * sizes from both sides of 128 in random order (a branch there mispredicted half the time).
+ */
 static always_inline unsigned bin_index(size_t size)
 {
-	if (size <= 128)
-		return size ? (unsigned)((size + 15) >> 4) : 1;
+	unsigned small = (unsigned)((size + 15) >> 4) | (size == 0); /* size 0: bin 1 */
 	size_t w = size - 1;
-	unsigned b = 63 - (unsigned)__builtin_clzll(w); /* floor(log2(w)), >= 7; ll: LLP64 */
+	/* floor(log2(w)) for size > 128 (>= 7); for smaller sizes a harmless 6 (ll: LLP64) */
+	unsigned b = 63 - (unsigned)__builtin_clzll(w | 127);
+	unsigned large = 9 + (b - 7) * 4 + (unsigned)((w >> (b - 2)) & 3);
 
-	return 9 + (b - 7) * 4 + (unsigned)((w >> (b - 2)) & 3);
+	unsigned is_small = -(unsigned)(size <= 128); /* all ones or zero: a mask, not a branch */
+
+	return (small & is_small) | (large & ~is_small);
 }
 
 static inline size_t bin_block_size(unsigned bin)
