@@ -3,7 +3,7 @@
  * The fast paths, inlined into both faces (sefer_* and the malloc family).
  *
  * malloc (size <= DIRECT_MAX): TLS heap -> direct[size/16] -> page -> pop page->free.
- * free: segment_of(p) -> heap's owned-segment cache hit ? page_of -> push local_free :
+ * free: segment_of(p) -> thread's owned-segment cache hit ? page_of -> push local_free :
  *       slow path (segment table, cross-thread push, large object, full page, foreign).
  * No lock, no atomic read-modify-write, no indirect call: see the disassembly in
  * Documentation/architecture.rst. Everything else is in noinline functions.
@@ -17,7 +17,7 @@
 /* size first: it stays in the first argument register the fast path received it in */
 void *malloc_slow(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
 void *malloc_generic(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
-void free_slow(struct heap *heap, void *p) SEFER_INTERNAL noinline;
+void free_slow(void *p) SEFER_INTERNAL noinline;
 void free_foreign(const void *p) SEFER_INTERNAL noinline;
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
 		      struct block *b) SEFER_INTERNAL;
@@ -87,18 +87,20 @@ static always_inline void sefer_free_inline(void *p)
 	/* p's segment with p's low four bits kept: the segment itself exactly when p is on the
 	 * 16-byte grid, as every block is (a pointer off it goes to free_slow for free). */
 	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
-	struct heap *heap = heap_get();
 
-	/* The owned-segment cache (heap.h) proves key is a segment, mapped and ours; anything
-	 * else, NULL, foreign and misaligned pointers included, is sorted out by free_slow().
-	 * seg comes from p, not from the cache entry, so the page-map load does not wait for the
-	 * entry's. */
-	if (likely((uintptr_t)heap->owned[owned_slot(p)] == key)) {
+	/* The thread's owned-segment cache (heap.h) proves key is a segment, mapped and ours;
+	 * anything else, NULL, foreign and misaligned pointers included, is sorted out by
+	 * free_slow(). seg comes from p, not from the cache entry, so the page-map load does not
+	 * wait for the entry's. The heap pointer is loaded only by what needs it (a policy, the
+	 * call counters). */
+	if (likely(owned_entry(p) == key)) {
 		struct segment *seg = (struct segment *)key;
 		struct page *pg = page_of(seg, p);
 		struct block *b = p;
 
 		if (likely(block_fast_freeable(pg, b))) {
+			struct heap *heap = heap_get();
+
 			block_mark_free(b);
 			annotate_block_free(b, pg->block_size);
 			if (policy_small_free(heap, pg, p))
@@ -111,7 +113,7 @@ static always_inline void sefer_free_inline(void *p)
 			return;
 		}
 	}
-	free_slow(heap, p); /* not cached, full page, double free, another owner, large, foreign */
+	free_slow(p); /* not cached, full page, double free, another owner, large, foreign */
 }
 
 #endif

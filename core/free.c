@@ -171,8 +171,9 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		;
 }
 
-void free_slow(struct heap *heap, void *p)
+void free_slow(void *p)
 {
+	struct heap *heap = heap_get();
 	struct segment *seg = segment_of(p);
 
 	if (unlikely(!segtab_contains(seg))) {
@@ -193,7 +194,7 @@ void free_slow(struct heap *heap, void *p)
 	 * heaps). */
 	if (owner == heap || heap_is_mine(owner, heap)) {
 		if (owner == heap || !policy_keeps_small_blocks())
-			heap->owned[owned_slot(seg)] = seg; /* the next frees take the fast path */
+			owned_set(seg); /* the next frees take the fast path */
 		/* Local but not plain: a full page, a pointer off the granule grid, or not a
 		 * freeable block (segment.h: block_freeable). */
 		if (((uintptr_t)p & (GRANULE - 1)) || !block_freeable(pg, p)) {

@@ -28,9 +28,11 @@
 #include "sefer/os.h"
 
 struct page page_empty;
-struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty },
-			    .owned = { [0 ... OWNED_SLOTS - 1] = OWNED_NONE } };
+struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty } };
 __thread struct heap *sefer_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+__thread struct segment *sefer_owned[OWNED_SLOTS] __attribute__((tls_model("initial-exec"))) = {
+	[0 ... OWNED_SLOTS - 1] = OWNED_NONE
+};
 
 static struct spinlock pool_lock = SPINLOCK_INIT;
 static struct heap *heap_pool;
@@ -43,8 +45,6 @@ void heap_reset(struct heap *heap)
 {
 	for (size_t i = 0; i < DIRECT_SLOTS; i++)
 		heap->direct[i] = &page_empty;
-	for (size_t i = 0; i < OWNED_SLOTS; i++)
-		heap->owned[i] = OWNED_NONE;
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
 	heap->segments = heap->full_segments = heap->cache = NULL;
@@ -308,6 +308,7 @@ void heap_abandon(struct heap *heap)
 	abandon_segments(heap, heap->segments, now);
 	abandon_segments(heap, heap->full_segments, now);
 	heap_reset(heap);
+	owned_forget_all(); /* frees after this (later TLS destructors) go to free_slow */
 	sefer_heap = &heap_empty;
 	heap_struct_put(heap);
 	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps

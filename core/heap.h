@@ -41,21 +41,53 @@ struct heap_stats {
 #define RECLAIM_TRIES 8 /* abandoned segments adopted at most per page_find() miss */
 
 /*
- * The owned-segment cache: heap->owned[owned_slot(p)] is OWNED_NONE or a small segment this
- * heap owns (owner == heap), or one of its thread's first-class heaps owns (core/heaps.c). The free fast path compares segment_of(p) with that one entry:
- * a match proves p's segment is mapped and the caller's, which the segment table and the
- * owner field would otherwise prove in two dependent loads and ten instructions. Filled by
- * free_slow() when it finds the caller owns the segment; an entry is dropped before its heap
- * lets the segment go (segment_free, exit). The compare keeps the low four bits of the pointer
- * (sefer_free_inline), so OWNED_NONE has a bit the masked pointer never has (bit 4): it
- * matches no pointer, NULL and 1 included.
+ * The owned-segment cache, one per thread (initial-exec TLS, so the free fast path reads it
+ * without loading the heap pointer first): sefer_owned[owned_slot(p)] is OWNED_NONE or a small
+ * segment that the thread's default heap owns (owner == heap), or one of its first-class heaps
+ * (core/heaps.c). The free fast path compares segment_of(p) with that one entry: a match
+ * proves p's segment is mapped and the caller's, which the segment table and the owner field
+ * would otherwise prove in two dependent loads and ten instructions. Filled by free_slow()
+ * when it finds the caller owns the segment; an entry is dropped (owned_forget) before one of
+ * the thread's heaps lets the segment go (segment_free, exit), by that thread: only a heap's
+ * owner thread lets its segments go while it runs (an exited or orphaned heap's thread has
+ * no cache left). The compare keeps the low four bits of the pointer (sefer_free_inline), so
+ * OWNED_NONE has a bit the masked pointer never has (bit 4): it matches no pointer, NULL and
+ * 1 included.
  */
 #define OWNED_SLOTS 8
 #define OWNED_NONE ((struct segment *)GRANULE)
 
+extern __thread struct segment *sefer_owned[OWNED_SLOTS] SEFER_INTERNAL
+	__attribute__((tls_model("initial-exec")));
+
 static always_inline size_t owned_slot(const void *p)
 {
 	return ((uintptr_t)p >> SEGMENT_SHIFT) & (OWNED_SLOTS - 1);
+}
+
+/* The calling thread's cache entry for p's slot (the fast path compares it with p's key). */
+static always_inline uintptr_t owned_entry(const void *p)
+{
+	return (uintptr_t)sefer_owned[owned_slot(p)];
+}
+
+/* seg, owned by the calling thread's default heap or one of its first-class heaps */
+static inline void owned_set(struct segment *seg)
+{
+	sefer_owned[owned_slot(seg)] = seg;
+}
+
+/* The calling thread lets seg go (or keeps it, but frees may not take the fast path). */
+static inline void owned_forget(struct segment *seg)
+{
+	if (sefer_owned[owned_slot(seg)] == seg)
+		sefer_owned[owned_slot(seg)] = OWNED_NONE;
+}
+
+static inline void owned_forget_all(void)
+{
+	for (size_t i = 0; i < OWNED_SLOTS; i++)
+		sefer_owned[i] = OWNED_NONE;
 }
 
 /*
@@ -75,7 +107,6 @@ struct heap_fc {
 };
 
 struct heap {
-	struct segment *owned[OWNED_SLOTS]; /* owned-segment cache (free fast path): line 0 */
 	struct page *direct[DIRECT_SLOTS]; /* size/16 -> first page of its bin (fast path) */
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
 	struct page_queue full;		   /* pages with none, waiting for frees */
@@ -101,9 +132,6 @@ struct heap {
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads */
 } cacheline_aligned;
-
-_Static_assert(__builtin_offsetof(struct heap, direct) == CACHELINE,
-	       "the owned-segment cache fills the heap's first cache line, alone");
 
 extern struct heap heap_empty SEFER_INTERNAL;
 extern struct page page_empty SEFER_INTERNAL;
@@ -134,21 +162,6 @@ static inline void heap_purge_at(struct heap *heap, uint64_t when)
 {
 	if (when && (!heap->next_purge || when < heap->next_purge))
 		heap->next_purge = when;
-}
-
-/*
- * The heap stops owning seg (or keeps it but frees may no longer take the fast path). The
- * calling thread's default heap may cache a segment of one of the thread's first-class heaps
- * (core/heaps.c): that entry goes too (heap_empty caches nothing, so is never written).
- */
-static inline void heap_owned_forget(struct heap *heap, struct segment *seg)
-{
-	struct heap *me = heap_get();
-
-	if (heap->owned[owned_slot(seg)] == seg)
-		heap->owned[owned_slot(seg)] = OWNED_NONE;
-	if (me->owned[owned_slot(seg)] == seg)
-		me->owned[owned_slot(seg)] = OWNED_NONE;
 }
 
 /* Every span head of a small segment. */

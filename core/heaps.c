@@ -5,10 +5,10 @@
  * A first-class heap is a struct heap like a thread's default heap, with fc.first_class set,
  * owned by the thread that made it. Its small segments name it as their owner, so a free from
  * any thread takes the existing paths: another thread's free is a cross-thread push; the owner
- * thread's first free into a segment misses its default heap's owned-segment cache, and
+ * thread's first free into a segment misses its owned-segment cache (heap.h), and
  * free_slow() sees that the segment's owner is one of its own heaps (heap_is_mine:
  * owner->fc.home == the caller's default heap), frees locally into that heap, no atomic, and
- * caches the segment in the default heap's owned-segment cache: the next frees into it take
+ * caches the segment in the thread's owned-segment cache: the next frees into it take
  * malloc's free fast path, which retires an emptied page into the segment's owner
  * (page_emptied). Not with a policy that keeps freed small blocks (fastbin): it would keep
  * them in the default heap's magazine.
@@ -33,9 +33,10 @@
  *    at the end, so the walk reads no segment that was given back. Destroy takes the list
  *    under the lock; a block whose large_live exchange it loses belongs to the free that won.
  *  - the default heap's fc.children lists the thread's first-class heaps (owner only).
- *  - the default heap's owned-segment cache may hold segments of the thread's first-class
- *    heaps: heap_owned_forget() drops the caller's entry whenever a heap lets a segment go
- *    (destroy included), and a visit empties the cache before it walks.
+ *  - the thread's owned-segment cache (heap.h) may hold segments of its first-class heaps:
+ *    owned_forget() drops the entry whenever a heap lets a segment go (destroy included, by
+ *    the owner thread or, for an orphan, by a thread whose cache cannot hold it), and a visit
+ *    empties the cache before it walks.
  *
  * Lock order: pool_lock (heap.c, fork only) -> fc.large_lock -> nothing: no other lock is
  * taken while a large_lock is held, and fn runs with none held.
@@ -333,8 +334,7 @@ SEFER_API bool sefer_heap_visit(struct sefer_heap *h, visit_fn fn, void *arg)
 	atomic_store_explicit(&heap->fc.home, HOME_VISITING, memory_order_relaxed);
 	/* The owner's frees must not reach heap's pages during the walk: no fast path either
 	 * (the cache refills on the next slow frees) */
-	for (size_t i = 0; i < OWNED_SLOTS; i++)
-		me->owned[i] = OWNED_NONE;
+	owned_forget_all();
 	heap_drain_delayed(heap);
 	all = visit_small(heap, fn, arg) && visit_large(heap, fn, arg);
 	atomic_store_explicit(&heap->fc.home, me, memory_order_relaxed);

@@ -417,7 +417,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
  */
 void segment_free(struct heap *heap, struct segment *seg)
 {
-	heap_owned_forget(heap, seg);
+	owned_forget(seg);
 	segment_list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
 	if (!heap->live) {
 		spare_put(seg, sefer_os.clock_ms());
@@ -441,7 +441,7 @@ void heap_cache_to_spares(struct heap *heap)
 		struct segment *seg = heap->cache;
 
 		segment_list_remove(&heap->cache, seg);
-		heap_owned_forget(heap, seg);
+		owned_forget(seg);
 		spare_put(seg, now);
 	}
 	heap->ncache = 0;
@@ -596,7 +596,7 @@ void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
 {
 	struct page *pg;
 
-	heap_owned_forget(heap, seg);
+	owned_forget(seg);
 	annotate_segment_drop(seg);
 	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
 		segment_release(seg);
