@@ -168,6 +168,10 @@ class Config:
 # takes about 0.05 s (quick) or 0.3 s (full) per run on the 2-vCPU reference
 # VM; an allocator that is much slower is cut by --max-secs (see common.h).
 BUDGET = {
+    # bulk by block size: one budget for all four left 16 B at 12 ms in QUICK
+    "bulk-16": (16000000, 100000000, 0),
+    "bulk-64": (10000000, 70000000, 0),
+    "bulk-256": (8000000, 50000000, 0),
     "bulk": (4000000, 30000000, 0),
     "steady": (8000000, 40000000, 30000000),
     "vecgrow": (100000, 500000, 0),
@@ -215,7 +219,9 @@ def micro_configs(bindir, threads, mode, pin_all, only):
                     out.append(c)
 
     for size in (16, 64, 256, 1024):
-        add("bulk", "%dB" % size, ["--size", str(size)], threads)
+        key = "bulk-%d" % size
+        add("bulk", "%dB" % size, ["--size", str(size)], threads,
+            key if key in BUDGET else None)
     add("steady", "256live", [], threads)
     add("vecgrow", "1..512", [], threads)
     add("larson", "768slots", [], threads)
