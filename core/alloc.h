@@ -38,9 +38,8 @@ extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 /* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
 {
-	pg->free = block_next(pg, b);
+	pg->free = block_next(pg, b); /* used counts pg->free's blocks already (segment.h) */
 	block_clear_mark(b);
-	pg->used++;
 	heap_stat_call(heap, mallocs);
 	annotate_block_alloc(b, pg->block_size);
 	return b;

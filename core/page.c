@@ -170,6 +170,7 @@ static void page_extend(struct heap *heap, struct page *pg)
 		pg->free = first;
 	}
 	pg->reserved += n;
+	pg->used += n; /* on the free list: counted (segment.h) */
 	pg->fast_limit = page_fast_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
@@ -234,8 +235,7 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 		n++;
 	}
 	block_set_next(last, pg->free);
-	pg->free = head;
-	pg->used -= n;
+	pg->free = head; /* counted in used before (pending) and after (on the free list) */
 	pg->is_zero = 0;
 	return true;
 }
@@ -255,9 +255,21 @@ void page_collect(struct page *pg)
 			pg->free = pg->local_free;
 		}
 		pg->local_free = NULL;
+		pg->used = pg->reserved; /* no block on local_free (segment.h) */
 		pg->is_zero = 0;
 	}
 	page_collect_xthread(pg, (uintptr_t)-1);
+}
+
+/* Blocks of pg handed out and not back (pending cross-thread frees and a policy's included):
+ * used less the free list, which this walks. Slow paths only. */
+uint32_t page_live_count(const struct page *pg)
+{
+	uint32_t n = 0;
+
+	for (const struct block *b = pg->free; b; b = block_next(pg, b))
+		n++;
+	return pg->used - n;
 }
 
 /*
@@ -470,7 +482,7 @@ void heap_release_empty(struct heap *heap)
 		for (pg = heap->bins[bin].first; pg; pg = next) {
 			next = pg->next;
 			page_collect(pg);
-			if (pg->used == 0) {
+			if (page_live_count(pg) == 0) {
 				queue_remove(&heap->bins[bin], pg);
 				span_free(heap, pg);
 			}

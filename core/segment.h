@@ -11,9 +11,13 @@
  *
  * Invariants (checked by sefer_check_heap()):
  *  - free_pages has a bit per page slot not in any span; used_pages counts slots in spans.
- *  - a span's descriptor: capacity blocks of block_size from start; used = blocks handed out
- *    and not yet collected back (those in free and local_free are not used; those in
- *    xthread are still counted as used until the owner collects them).
+ *  - a span's descriptor: capacity blocks of block_size from start; used = the carved blocks
+ *    not on local_free: those handed out (a pending cross-thread free or a policy's block
+ *    included) and those on the free list. So malloc, which moves a block from the free list
+ *    to the program, leaves it alone; a local free decrements it, and 0 means every carved
+ *    block is on local_free (the page is empty; an empty page whose free list is not empty
+ *    is found by the slow paths: page_live_count). Refilling the free list from local_free
+ *    sets it to reserved; carving adds the new blocks.
  *  - a span's first reserved blocks from start are the carved ones; div_magic and fast_limit
  *    are set as block_start() needs (fast_limit 0 while the page is full); with
  *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a
