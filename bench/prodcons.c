@@ -28,17 +28,17 @@
  * between the cores (about 16M calls/s); with the consumer descheduled, the
  * ring filled and was drained in one go (about 90M). The scheduler picked
  * the mode, so a median of 5 measured it. For the same reason a ring holds
- * at most 32 MiB of big blocks (32 of 1 MiB), not 1024 blocks: with 1 GiB
+ * at most 4 MiB of big blocks (4 of 1 MiB), not 1024 blocks: with 1 GiB
  * allowed in flight per consumer, peak RSS at 4 threads was 8 MiB in one
  * run and 374 MiB in the next, depending on how far the consumers fell
- * behind.
+ * behind (and 6 or 38 MiB with 32 MiB per ring).
  */
 #include "common.h"
 
 #define RING 1024		/* slots, a power of two */
 #define BATCH 32		/* small blocks per publication of the ring head */
 #define BATCH_BYTES (64 << 10)	/* big blocks: bytes per publication */
-#define RING_BYTES (32 << 20)	/* big blocks: bytes a ring may hold */
+#define RING_BYTES (4 << 20)	/* big blocks: bytes a ring may hold */
 
 static uint64_t batch = BATCH, ring_cap = RING;
 
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	if (o.size) {
 		batch = o.size >= BATCH_BYTES ? 1 : BATCH_BYTES / o.size;
 		batch = batch < BATCH ? batch : BATCH;
-		ring_cap = o.size >= RING_BYTES / BATCH ? BATCH : RING_BYTES / o.size;
+		ring_cap = o.size >= RING_BYTES / batch ? batch : RING_BYTES / o.size;
 		ring_cap = ring_cap < RING ? ring_cap : RING;
 	}
 	rings = aligned_alloc(64, sizeof(*rings) * (size_t)(o.threads - 1));
