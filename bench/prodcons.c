@@ -154,11 +154,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prodcons: --threads must be at least 2\n");
 		return 2;
 	}
-	if (o.size) {
-		batch = o.size >= BATCH_BYTES ? 1 : BATCH_BYTES / o.size;
-		batch = batch < BATCH ? batch : BATCH;
-		ring_cap = o.size >= RING_BYTES / batch ? batch : RING_BYTES / o.size;
-		ring_cap = ring_cap < RING ? ring_cap : RING;
+	if (o.size) { /* batch: BATCH_BYTES, 1..BATCH blocks; ring: RING_BYTES, batch..RING */
+		batch = BATCH_BYTES / o.size;
+		batch = batch < 1 ? 1 : batch > BATCH ? BATCH : batch;
+		ring_cap = RING_BYTES / o.size;
+		ring_cap = ring_cap < batch ? batch : ring_cap > RING ? RING : ring_cap;
 	}
 	rings = aligned_alloc(64, sizeof(*rings) * (size_t)(o.threads - 1));
 	if (!rings)

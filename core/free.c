@@ -21,7 +21,6 @@
 static const char *invalid_reason(struct segment *seg, const void *p, bool *is_double)
 {
 	struct page *pg = page_of(seg, p);
-
 	size_t off;
 
 	*is_double = false;

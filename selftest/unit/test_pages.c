@@ -150,13 +150,18 @@ static void *first_blocks(void *arg)
 	return NULL;
 }
 
-START_TEST(carve_one_os_page)
+/* Run fn in a new thread: a fresh heap, whose first block of each class comes from a new page. */
+static void in_fresh_heap(void *(*fn)(void *))
 {
 	pthread_t t;
 
-	/* a new thread: a fresh heap, whose first block of each class comes from a new page */
-	ck_assert_int_eq(pthread_create(&t, NULL, first_blocks, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, NULL), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+START_TEST(carve_one_os_page)
+{
+	in_fresh_heap(first_blocks);
 }
 END_TEST
 
@@ -210,7 +215,8 @@ static void *emptied_with_free_list(void *arg)
 	ck_assert_uint_eq(live[2], 0);
 	ck_assert_ptr_eq(heap->bins[bin].first, pg);
 	sefer_collect(false);
-	struct page *first = heap->bins[bin].first, *direct = heap->direct[4];
+	struct page *first = heap->bins[bin].first;
+	struct page *direct = heap->direct[(64 + GRANULE - 1) >> GRANULE_SHIFT];
 
 	ck_assert_ptr_null(first); /* given back */
 	ck_assert_ptr_eq(direct, &page_empty);
@@ -220,10 +226,7 @@ static void *emptied_with_free_list(void *arg)
 
 START_TEST(emptied_page_found_by_slow_paths)
 {
-	pthread_t t;
-
-	ck_assert_int_eq(pthread_create(&t, NULL, emptied_with_free_list, NULL), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	in_fresh_heap(emptied_with_free_list);
 }
 END_TEST
 
