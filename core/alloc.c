@@ -128,10 +128,11 @@ size_t usable_size_any(const void *p)
 	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
 		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
 	struct page *pg = page_of(seg, p);
+	uint32_t off = (uint32_t)((const uint8_t *)p - pg->start);
 
 	if (!pg->block_size)
 		return 0;
-	return pg->block_size - ((size_t)((const uint8_t *)p - pg->start) % pg->block_size);
+	return (size_t)(block_index_of(pg->div_magic, off) + 1) * pg->block_size - off;
 }
 
 /* Is p (ours, not NULL) a block of heap? */

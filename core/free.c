@@ -108,11 +108,14 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
 	uintptr_t start = atomic_load_explicit(&pg->xt_start, memory_order_relaxed);
 	uint32_t bs = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
 	uintptr_t off = (uintptr_t)b - start;
+	uint32_t i;
 
 	if (!bs || (uintptr_t)b < start || off >= SEGMENT_SIZE)
 		return false;
-	return (uint32_t)off % bs == 0 &&
-	       (uint32_t)off / bs < atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
+	i = block_index_of(atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed),
+			   (uint32_t)off);
+	return (uint32_t)off == i * bs &&
+	       i < atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
 }
 
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)

@@ -189,6 +189,7 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_div_magic, pg->div_magic, memory_order_relaxed);
 	page_extend(heap, pg);
 }
 

@@ -79,10 +79,11 @@ struct page {
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
 	struct page *delayed_next;		       /* link in the owner's delayed list */
-	/* Copies of start, block_size and reserved for other threads' checks (they must not
+	/* Copies of start, block_size, reserved and div_magic for other threads' checks (they must not
 	 * read the owner's hot line); written by the owner at page_init / page_extend. */
 	_Atomic(uintptr_t) xt_start;
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
+	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
 	struct page *next, *prev;		       /* bin queue or full queue */
 	uint64_t empty_since;			       /* ms when used dropped to 0 */
 } cacheline_aligned;
@@ -320,6 +321,20 @@ static inline uint64_t div_magic_of(uint32_t block_size)
 {
 	return UINT64_MAX / block_size + 1 + (UINT64_MAX % block_size == block_size - 1);
 }
+
+/*
+ * floor(off / block_size), given div_magic_of(block_size): one multiply where a divide costs
+ * 25-40 cycles (malloc_usable_size, which zmalloc-style wrappers call on every malloc and
+ * free, realloc, cross-thread frees). M = floor(2^64 / d) + 1 is ceil(2^64 / d) unless d is a
+ * power of two, and then 2^64 / d + 1; the high half of off * M is floor(off / d) for every
+ * 32-bit off either way (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+ * 2019: 64 >= 32 + log2(d)). Offsets into a span are below 2^32: spans are at most 1 MiB.
+ */
+static always_inline uint32_t block_index_of(uint64_t div_magic, uint32_t off)
+{
+	return (uint32_t)(((unsigned __int128)div_magic * off) >> 64);
+}
+_Static_assert(CONFIG_SEGMENT_SHIFT < 32, "block_index_of() takes 32-bit offsets");
 
 /*
  * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what

@@ -90,6 +90,26 @@ START_TEST(block_start_exact)
 }
 END_TEST
 
+/*
+ * block_index_of(): one multiply for off / block_size (malloc_usable_size, cross-thread frees).
+ * Every class, every offset of its span.
+ */
+START_TEST(block_index_exact)
+{
+	for (unsigned bin = 1; bin < NBINS; bin++) {
+		uint32_t bs = (uint32_t)bin_block_size(bin);
+		uint32_t span = (uint32_t)bin_span_pages(bin) << SPAGE_SHIFT;
+		uint64_t magic = div_magic_of(bs);
+		uint32_t wrong = 0, first = 0;
+
+		for (uint32_t off = 0; off < span; off++)
+			if (block_index_of(magic, off) != off / bs && !wrong++)
+				first = off;
+		ck_assert_msg(!wrong, "block size %u: %u offsets wrong, first %u", bs, wrong, first);
+	}
+}
+END_TEST
+
 Suite *bins_suite(void)
 {
 	Suite *s = suite_create("bins");
@@ -99,6 +119,7 @@ Suite *bins_suite(void)
 	tcase_add_test(tc, classes_round_trip);
 	tcase_add_test(tc, large_sizes_use_segments);
 	tcase_add_test(tc, block_start_exact);
+	tcase_add_test(tc, block_index_exact);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
