@@ -178,7 +178,7 @@ static void abandon_segments(struct heap *heap, struct segment *list, uint64_t n
 	struct segment *seg, *next;
 
 	for (seg = list; seg; seg = next) {
-		uint64_t due = segment_deadline(seg, now);
+		uint64_t due = segment_deadline(seg);
 
 		next = seg->next;
 		spin_lock(&abandoned_lock);
@@ -242,12 +242,10 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 			emptied = seg;
 			continue;
 		}
-		if (seg->dirty_pages) {
-			if (force || now >= seg->purge_at)
-				purge_dirty(seg);
-			else if (!next || seg->purge_at < next)
-				next = seg->purge_at;
-		}
+		uint64_t due = segment_purge_due(seg, now, force);
+
+		if (due && (!next || due < next))
+			next = due;
 		/* release: the next adopter sees the purged slot bits */
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 	}

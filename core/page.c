@@ -448,15 +448,16 @@ retry:
 		if (!page_to_full(heap, pg))
 			goto found;
 	}
-	if (IS_ENABLED(CONFIG_DECOMMIT) &&
-	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
-		heap_purge_due(heap, false);
 	if (!reclaimed && heap_reclaims(heap) && !heap_has_span_space(heap, bin_span_pages(bin))) {
 		reclaimed = true;
 		if (abandoned_reclaim(heap, bin))
 			goto retry;
 	}
 	pg = span_alloc(heap, bin_span_pages(bin));
+	/* after the span took the dirty slots it wanted (segment.c) */
+	if (IS_ENABLED(CONFIG_DECOMMIT) &&
+	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
+		heap_purge_due(heap, false);
 	if (!pg)
 		return NULL;
 	page_init(heap, pg, bin);

@@ -10,7 +10,12 @@
  * spare list (spare_lock).
  *
  * Purge timing: a slot that becomes free and dirty is purged once it has stayed so for
- * SEFER_PURGE_DELAY_MS (seg->purge_at), by the owner's slow path (heap_purge_due). Empty
+ * SEFER_PURGE_DELAY_MS: each dirty slot has its time (its descriptor's dirty_since, unused
+ * while the slot is in no span) and seg->purge_at is the earliest deadline, which the owner's
+ * slow path checks (heap_purge_due). A deadline purges the slots that are due, not every dirty
+ * slot of the segment. The slow path purges after it took what span it needed, and a new span
+ * takes dirty slots first (span_alloc): memory one phase of a program freed is reused warm by
+ * the next instead of being given back and faulted in again. Empty
  * segments in a heap's cache and on the spare list keep their memory until then too, so a
  * heap that empties and refills a segment, or a thread generation that follows an exited
  * one, reuses warm memory instead of faulting it in again (and the purge's TLB shootdown is
@@ -155,14 +160,43 @@ void global_purge_at(uint64_t when)
 		;
 }
 
-/* seg's dirty slots are due at purge_at (set now + delay if unset); 0 if none are dirty. */
-uint64_t segment_deadline(struct segment *seg, uint64_t now)
+/* seg's next purge deadline: when its longest-dirty slot is due; 0 if no slot is dirty. */
+uint64_t segment_deadline(struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
 		return 0;
-	if (!seg->purge_at)
-		seg->purge_at = now + sefer_opt.purge_delay_ms;
 	return seg->purge_at;
+}
+
+/*
+ * Purge the slots of seg that have been dirty for the delay at `now` (every dirty slot with
+ * force) and return its next deadline, 0 when no slot stays dirty. Its owner, or the holder
+ * of HELD_OWNER.
+ */
+uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force)
+{
+	uint64_t due = 0, next = 0;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return 0;
+	if (force) {
+		purge_dirty(seg);
+		return 0;
+	}
+	if (!seg->purge_at || now < seg->purge_at)
+		return segment_deadline(seg);
+	for (uint64_t m = seg->dirty_pages; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		uint64_t at = seg->pages[i].dirty_since + sefer_opt.purge_delay_ms;
+
+		if (now >= at)
+			due |= (uint64_t)1 << i;
+		else if (!next || at < next)
+			next = at;
+	}
+	purge_slots(seg, due);
+	seg->purge_at = next;
+	return next;
 }
 
 /*
@@ -171,7 +205,7 @@ uint64_t segment_deadline(struct segment *seg, uint64_t now)
  */
 static void spare_put(struct segment *seg, uint64_t now)
 {
-	uint64_t due = segment_deadline(seg, now);
+	uint64_t due = segment_deadline(seg);
 
 	spin_lock(&spare_lock);
 	if (nspare >= SPARE_MAX) {
@@ -242,12 +276,10 @@ uint64_t spare_purge(uint64_t now, bool force)
 		return 0;
 	}
 	for (struct segment *seg = spare; seg; seg = seg->next) {
-		if (!seg->dirty_pages)
-			continue;
-		if (force || now >= seg->purge_at)
-			purge_slots(seg, seg->dirty_pages);
-		else if (!next || seg->purge_at < next)
-			next = seg->purge_at;
+		uint64_t due = segment_purge_due(seg, now, force);
+
+		if (due && (!next || due < next))
+			next = due;
 	}
 	spin_unlock(&spare_lock);
 	return next;
@@ -375,7 +407,6 @@ static void purge_slots(struct segment *seg, uint64_t mask)
 
 	seg->dirty_pages &= ~done;
 	seg->purged_pages |= done;
-	seg->purge_at = 0;
 	stat_add(&sefer_gstats.committed, NULL, -bytes);
 	stat_add(&sefer_gstats.purged, NULL, bytes);
 }
@@ -384,30 +415,25 @@ static void purge_slots(struct segment *seg, uint64_t mask)
 void purge_dirty(struct segment *seg)
 {
 	purge_slots(seg, seg->dirty_pages);
+	seg->purge_at = 0;
 }
 
+/* What of the heap's segment seg is due; its next deadline becomes the heap's. */
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
 {
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
-		return;
-	if (force || (seg->purge_at && now >= seg->purge_at))
-		purge_slots(seg, seg->dirty_pages);
-	else
-		heap_purge_at(heap, seg->purge_at);
+	heap_purge_at(heap, segment_purge_due(seg, now, force));
 }
 
+/* Slots of seg became dirty (span_free_slots): its deadline becomes the heap's. */
 static void schedule_purge(struct heap *heap, struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
 	if (sefer_opt.purge_delay_ms == 0) {
-		purge_slots(seg, seg->dirty_pages);
+		purge_dirty(seg);
 		return;
 	}
-	if (!seg->purge_at) {
-		seg->purge_at = sefer_os.clock_ms() + sefer_opt.purge_delay_ms;
-		heap_purge_at(heap, seg->purge_at);
-	}
+	heap_purge_at(heap, segment_deadline(seg));
 }
 
 /*
@@ -457,17 +483,32 @@ static int find_run(uint64_t free, unsigned n)
 	return r ? __builtin_ctzll(r) : -1;
 }
 
-/* A segment of heap with a run of n free slots, on `node` unless node < 0; NULL if none. */
-static struct segment *find_space(struct heap *heap, unsigned n, int node, int *idx)
+/*
+ * A segment of heap with a run of n free slots, on `node` unless node < 0; NULL if none. With
+ * warm, only runs of dirty slots: memory the program used and freed, still committed.
+ */
+static struct segment *find_space(struct heap *heap, unsigned n, int node, bool warm, int *idx)
 {
 	for (struct segment *seg = heap->segments; seg; seg = seg->next) {
 		if (node >= 0 && seg->node != node)
 			continue;
-		*idx = find_run(seg->free_pages, n);
+		*idx = find_run(warm ? seg->free_pages & seg->dirty_pages : seg->free_pages, n);
 		if (*idx >= 0)
 			return seg;
 	}
 	return NULL;
+}
+
+/* Where span_alloc() puts a span of n slots: the policy's node first, dirty slots first. */
+static struct segment *span_place(struct heap *heap, unsigned n, int node, int *idx)
+{
+	struct segment *seg = NULL;
+
+	if (node >= 0 && !(seg = find_space(heap, n, node, true, idx)))
+		seg = find_space(heap, n, node, false, idx);
+	if (!seg && !(seg = find_space(heap, n, SEFER_NO_NODE, true, idx)))
+		seg = find_space(heap, n, SEFER_NO_NODE, false, idx);
+	return seg;
 }
 
 /* Is there a run of n free slots in the heap's segments? */
@@ -475,17 +516,14 @@ bool heap_has_span_space(struct heap *heap, unsigned n)
 {
 	int idx;
 
-	return find_space(heap, n, SEFER_NO_NODE, &idx) != NULL;
+	return find_space(heap, n, SEFER_NO_NODE, false, &idx) != NULL;
 }
 
 struct page *span_alloc(struct heap *heap, unsigned n)
 {
-	int node = policy_segment_node(heap); /* a policy's node: its segments first */
 	int idx = -1;
-	struct segment *seg = node >= 0 ? find_space(heap, n, node, &idx) : NULL;
+	struct segment *seg = span_place(heap, n, policy_segment_node(heap), &idx);
 
-	if (!seg)
-		seg = find_space(heap, n, SEFER_NO_NODE, &idx);
 	if (!seg) {
 		seg = segment_alloc_small(heap);
 		if (!seg)
@@ -529,6 +567,14 @@ void span_free_slots(struct segment *seg, struct page *pg)
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
+	if (IS_ENABLED(CONFIG_DECOMMIT)) {
+		uint64_t now = sefer_os.clock_ms();
+
+		for (unsigned i = 0; i < n; i++)
+			seg->pages[idx + i].dirty_since = now;
+		if (!seg->purge_at)
+			seg->purge_at = now + sefer_opt.purge_delay_ms;
+	}
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */

@@ -85,7 +85,7 @@ struct page {
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
 	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
 	struct page *next, *prev;		       /* bin queue or full queue */
-	uint64_t empty_since;			       /* ms when used dropped to 0 */
+	uint64_t dirty_since; /* a free dirty slot: ms when its span was freed (segment.c) */
 } cacheline_aligned;
 
 _Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
@@ -113,7 +113,7 @@ struct segment {
 	uint64_t free_pages;   /* slots in no span */
 	uint64_t dirty_pages;  /* free slots whose memory is committed and was used */
 	uint64_t purged_pages; /* free slots purged (given back to the OS) */
-	uint64_t purge_at;     /* when dirty slots may be purged (ms), 0 = nothing pending */
+	uint64_t purge_at;     /* earliest dirty_since + delay of a dirty slot (ms); 0 = none */
 	uint32_t used_pages;
 	bool has_space;	       /* on heap->segments (else heap->full_segments) */
 
@@ -499,7 +499,8 @@ void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
 void span_free_slots(struct segment *seg, struct page *pg) SEFER_INTERNAL;
 void segment_drop(struct heap *heap, struct segment *seg, uint64_t now) SEFER_INTERNAL;
 void segment_spare(struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
-uint64_t segment_deadline(struct segment *seg, uint64_t now) SEFER_INTERNAL;
+uint64_t segment_deadline(struct segment *seg) SEFER_INTERNAL;
+uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 void purge_dirty(struct segment *seg) SEFER_INTERNAL;
 uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void global_purge_at(uint64_t when) SEFER_INTERNAL;
