@@ -119,20 +119,44 @@ void *calloc_checked(size_t n, size_t size)
 	return heap_calloc(heap_get(), n, size);
 }
 
-size_t usable_size_any(const void *p)
+/* Usable bytes of the block p points into, p in sefer's segment seg. */
+static always_inline size_t usable_size_in(struct segment *seg, const void *p)
 {
-	struct segment *seg = segment_of(p);
-
-	if (!p || (!segtab_contains(seg) && !(seg = aligned_segment_of(p))))
-		return 0;
-	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
+	if (unlikely(!seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT])) {
+		if (atomic_load_explicit(&seg->owner, memory_order_relaxed) != LARGE_OWNER)
+			return 0;
 		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
+	}
 	struct page *pg = page_of(seg, p);
 	uint32_t off = (uint32_t)((const uint8_t *)p - pg->start);
 
 	if (!pg->block_size)
 		return 0;
+	if (likely(block_offset_divisible(pg->div_magic, off)))
+		return pg->block_size;
 	return (size_t)(block_index_of(pg->div_magic, off) + 1) * pg->block_size - off;
+}
+
+/* NULL, a foreign pointer, or a block of a segment aligned beyond SEGMENT_SIZE. */
+static noinline size_t usable_size_elsewhere(const void *p)
+{
+	struct segment *seg = p ? aligned_segment_of(p) : NULL;
+
+	return seg ? usable_size_in(seg, p) : 0;
+}
+
+/*
+ * malloc_usable_size: wrappers that count their bytes (redis's zmalloc) call it on every malloc
+ * and free, so a small block costs no load of the segment's owner (a large segment's page_off
+ * is 0, segment.h), no divide and no stack frame.
+ */
+size_t usable_size_any(const void *p)
+{
+	struct segment *seg = segment_of(p);
+
+	if (unlikely(!p || !segtab_contains(seg)))
+		return usable_size_elsewhere(p);
+	return usable_size_in(seg, p);
 }
 
 /* Is p (ours, not NULL) a block of heap? */

@@ -82,6 +82,9 @@ static void check_segment(struct sync_node *n, void *arg)
 		if (owner != LARGE_OWNER || seg->large_block < (uint8_t *)seg ||
 		    seg->large_block + seg->large_size > (uint8_t *)seg + seg->size)
 			problem(c, "large segment header inconsistent", seg);
+		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
+			if (seg->page_off[i])
+				problem(c, "large segment maps a page descriptor", seg);
 		return;
 	}
 	if (seg->kind != SEG_SMALL) {

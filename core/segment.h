@@ -130,7 +130,9 @@ struct segment {
 	uint8_t *large_guard; /* the inaccessible page right after the block, or NULL */
 #endif
 
-	uint16_t page_off[PAGES_PER_SEGMENT]; /* page_of() in one load and one add */
+	/* page_of() in one load and one add; never 0 in a small segment (an unused slot maps to
+	 * pages[0]), always 0 in a large one (never written): usable_size_any()'s test */
+	uint16_t page_off[PAGES_PER_SEGMENT];
 	struct page pages[PAGES_PER_SEGMENT];
 };
 
@@ -335,6 +337,12 @@ static always_inline uint32_t block_index_of(uint64_t div_magic, uint32_t off)
 	return (uint32_t)(((unsigned __int128)div_magic * off) >> 64);
 }
 _Static_assert(CONFIG_SEGMENT_SHIFT < 32, "block_index_of() takes 32-bit offsets");
+
+/* Is off a multiple of block_size? One multiply: off * M modulo 2^64 is below M exactly then. */
+static always_inline bool block_offset_divisible(uint64_t div_magic, uint32_t off)
+{
+	return (uint64_t)off * div_magic < div_magic;
+}
 
 /*
  * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what

@@ -91,8 +91,9 @@ START_TEST(block_start_exact)
 END_TEST
 
 /*
- * block_index_of(): one multiply for off / block_size (malloc_usable_size, cross-thread frees).
- * Every class, every offset of its span.
+ * block_index_of() and block_offset_divisible(): one multiply for off / block_size and for
+ * off % block_size == 0 (malloc_usable_size, cross-thread frees). Every class, every offset of
+ * its span.
  */
 START_TEST(block_index_exact)
 {
@@ -103,7 +104,8 @@ START_TEST(block_index_exact)
 		uint32_t wrong = 0, first = 0;
 
 		for (uint32_t off = 0; off < span; off++)
-			if (block_index_of(magic, off) != off / bs && !wrong++)
+			if ((block_index_of(magic, off) != off / bs ||
+			     block_offset_divisible(magic, off) != (off % bs == 0)) && !wrong++)
 				first = off;
 		ck_assert_msg(!wrong, "block size %u: %u offsets wrong, first %u", bs, wrong, first);
 	}
