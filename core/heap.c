@@ -206,7 +206,7 @@ static bool abandoned_collect(struct segment *seg)
 
 	for_each_span(seg, pg, idx) {
 		page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
-		if (page_live_count(pg) == 0)
+		if (page_settle(pg) == 0)
 			span_free_slots(seg, pg);
 	}
 	return seg->used_pages == 0;
@@ -396,7 +396,7 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 		heap_direct_update(heap, pg->bin);
 	}
 	for_each_span(seg, pg, idx) {
-		if (page_live_count(pg) == 0) {
+		if (page_settle(pg) == 0) {
 			bool last = seg->used_pages == pg->span;
 
 			queue_remove(&heap->bins[pg->bin], pg);

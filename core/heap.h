@@ -197,7 +197,7 @@ void queue_remove(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void heap_direct_update(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 __must_check struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_collect(struct page *pg) SEFER_INTERNAL;
-uint32_t page_live_count(const struct page *pg) SEFER_INTERNAL;
+uint32_t page_settle(struct page *pg) SEFER_INTERNAL;
 bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
 void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void page_emptied(struct page *pg) SEFER_INTERNAL noinline;

@@ -16,8 +16,9 @@
  *    included) and those on the free list. So malloc, which moves a block from the free list
  *    to the program, leaves it alone; a local free decrements it, and 0 means every carved
  *    block is on local_free (the page is empty; an empty page whose free list is not empty
- *    is found by the slow paths: page_live_count). Refilling the free list from local_free
- *    sets it to reserved; carving adds the new blocks.
+ *    is found by the slow paths, which move the free list to local_free: page_settle).
+ *    Refilling the free list from local_free sets it to reserved; carving adds the new
+ *    blocks.
  *  - a span's first reserved blocks from start are the carved ones; div_magic and fast_limit
  *    are set as block_start() needs (fast_limit 0 while the page is full); with
  *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a

@@ -168,9 +168,18 @@ END_TEST
 /*
  * used counts the carved blocks not on local_free, so malloc leaves it alone: it counts the
  * free list's blocks already. A page emptied while its free list still holds carved blocks is
- * therefore not seen by the free fast path (used is not 0); the slow paths count the list
- * (page_live_count) and give such a page back.
+ * therefore not seen by the free fast path (used is not 0); the slow paths move the list to
+ * local_free (page_settle), which leaves used at the live count, and give such a page back.
  */
+static uint32_t live_blocks(const struct page *pg)
+{
+	uint32_t n = 0;
+
+	for (const struct block *b = pg->free; b; b = block_next(pg, b))
+		n++;
+	return pg->used - n;
+}
+
 static void *emptied_with_free_list(void *arg)
 {
 	unsigned bin = bin_index(64);
@@ -190,18 +199,18 @@ static void *emptied_with_free_list(void *arg)
 	heap = heap_get();
 	pg = page_of(segment_of(p[0]), p[0]);
 	used[0] = pg->used;
-	live[0] = page_live_count(pg);
+	live[0] = live_blocks(pg);
 	for (int i = 1; i < 10; i++) {
 		p[i] = sefer_malloc(64);
 		same_page &= page_of(segment_of(p[i]), p[i]) == pg;
 	}
 	free_left = pg->free != NULL;
 	used[1] = pg->used;
-	live[1] = page_live_count(pg);
+	live[1] = live_blocks(pg);
 	for (int i = 0; i < 10; i++)
 		sefer_free(p[i]);
 	used[2] = pg->used;
-	live[2] = page_live_count(pg);
+	live[2] = live_blocks(pg);
 
 	ck_assert(same_page);
 	ck_assert(free_left); /* carved blocks left on the free list */
@@ -230,6 +239,49 @@ START_TEST(emptied_page_found_by_slow_paths)
 }
 END_TEST
 
+/*
+ * An exiting thread's pages are settled (page_settle): their free lists move to local_free, so
+ * used is their live count and every later look at the abandoned segment (each global purge
+ * collects its cross-thread frees and asks whether a page emptied) costs O(1) per page, not a
+ * walk of its free list.
+ */
+static void *leave_live_blocks(void *arg)
+{
+	void **p = arg;
+
+	for (int i = 0; i < 40; i++)
+		p[i] = sefer_malloc(64);
+	for (int i = 1; i < 40; i += 2)
+		sefer_free(p[i]); /* 20 on local_free; the rest of the carved batch on the free list */
+	return NULL;
+}
+
+START_TEST(abandoned_pages_settled)
+{
+	void *p[40];
+	pthread_t t;
+	struct page *pg;
+	bool abandoned, free_empty;
+	uint32_t used, live;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, leave_live_blocks, p), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* measured first (Check allocates), asserted after */
+	pg = page_of(segment_of(p[0]), p[0]);
+	abandoned = atomic_load(&segment_of(p[0])->owner) == NULL;
+	free_empty = pg->free == NULL;
+	used = pg->used;
+	live = live_blocks(pg);
+	ck_assert_msg(abandoned, "the exited thread's segment is abandoned");
+	ck_assert_msg(free_empty, "its page's free list moved to local_free");
+	ck_assert_uint_eq(used, live);
+	ck_assert_uint_ge(live, 20); /* ours, and the C library's own blocks of this class */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (int i = 0; i < 40; i += 2)
+		sefer_free(p[i]);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -239,6 +291,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, full_unfull_churn_accounted);
 	tcase_add_test(tc, carve_one_os_page);
 	tcase_add_test(tc, emptied_page_found_by_slow_paths);
+	tcase_add_test(tc, abandoned_pages_settled);
 	suite_add_tcase(s, tc);
 	return s;
 }
