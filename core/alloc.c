@@ -171,6 +171,32 @@ static bool block_of_heap(struct heap *heap, const void *p)
 	return owner == LARGE_OWNER ? seg->large_heap == heap : owner == heap;
 }
 
+/*
+ * The page of p when p is a block the calling thread's heaps hold, by the free fast path's
+ * tests: its segment in the owned cache, a carved block start of a page that is not full, no
+ * free or pending mark. NULL is only a maybe (another thread's block, a full page, a large
+ * block): block_not_held() then decides.
+ */
+static always_inline struct page *page_held_here(const void *p)
+{
+	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
+	const struct block *b = p;
+
+	if (owned_entry(p) != key)
+		return NULL;
+	struct page *pg = page_of((struct segment *)key, p);
+
+	if (!block_start(pg, p, pg->fast_limit))
+		return NULL;
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		uintptr_t mark = annotate_peek_word(&((const uintptr_t *)p)[1]);
+
+		if (mark == free_mark(b) || mark == pending_mark(b))
+			return NULL;
+	}
+	return pg;
+}
+
 /* realloc from heap; with any_heap a block of another heap may stay where it is. */
 static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, bool any_heap)
 {
@@ -181,12 +207,29 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 		sefer_free_inline(p);
 		return NULL;
 	}
-	if (!segtab_contains(segment_of(p)) && !aligned_segment_of(p)) {
-		report_error("realloc", p, "not allocated by sefer");
-		errno = EINVAL;
-		return NULL;
+	struct page *pg = page_held_here(p);
+	size_t avail;
+
+	if (likely(pg)) {
+		avail = pg->block_size;
+	} else {
+		struct segment *seg = segment_of(p);
+		const char *why;
+		bool freed;
+
+		if (!segtab_contains(seg) && !(seg = aligned_segment_of(p))) {
+			report_error("realloc", p, "not allocated by sefer");
+			errno = EINVAL;
+			return NULL;
+		}
+		/* a freed block or an inner pointer would be kept in place, or copied and freed */
+		if ((why = block_not_held(seg, p, &freed))) {
+			report_error(freed ? "realloc after free" : "invalid realloc", p, why);
+			errno = EINVAL;
+			return NULL;
+		}
+		avail = usable_size_any(p);
 	}
-	size_t avail = usable_size_any(p);
 
 	/* In place when it fits and would not waste more than half the block. */
 	if (size <= avail && size >= avail / 2 && (any_heap || block_of_heap(heap, p))) {

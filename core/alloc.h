@@ -19,6 +19,7 @@ void *malloc_slow(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noin
 void *malloc_generic(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
 void free_slow(void *p) SEFER_INTERNAL noinline;
 void free_foreign(const void *p) SEFER_INTERNAL noinline;
+const char *block_not_held(struct segment *seg, const void *p, bool *is_double) SEFER_INTERNAL;
 void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
 		      struct block *b) SEFER_INTERNAL;
 void *calloc_checked(size_t n, size_t size) SEFER_INTERNAL;

@@ -118,6 +118,40 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
 	       i < atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
 }
 
+/*
+ * Why p, in sefer's segment seg, is not a block the program holds, or NULL when it is:
+ * realloc's test before it keeps, copies or frees the block (a free makes the same tests on
+ * its way). *is_double tells a freed block from a pointer that never was one. Any thread: a
+ * small block is checked against its page's copies for other threads and its own mark, which
+ * only a free writes; a large one against its segment.
+ */
+const char *block_not_held(struct segment *seg, const void *p, bool *is_double)
+{
+	const struct block *b = p;
+
+	*is_double = false;
+	if (!seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT]) { /* a large segment */
+		if (p != seg->large_block)
+			return "pointer to the inside of a large block";
+		if (!atomic_load_explicit(&seg->large_live, memory_order_relaxed)) {
+			*is_double = true;
+			return "large block is already free";
+		}
+		return NULL;
+	}
+	if (!xthread_block_ok(page_of(seg, p), b))
+		return invalid_reason(seg, p, is_double);
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		uintptr_t mark = annotate_peek_word(&((const uintptr_t *)p)[1]);
+
+		if (mark == free_mark(b) || mark == pending_mark(b)) {
+			*is_double = true;
+			return "block is already free";
+		}
+	}
+	return NULL;
+}
+
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {

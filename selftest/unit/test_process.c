@@ -174,6 +174,29 @@ int child_main(const char *mode)
 		sefer_free(p + 16);
 		return 0;
 	}
+	if (!strcmp(mode, "realloc-freed") || !strcmp(mode, "realloc-warn")) {
+		/* kept in place (it fits), this would hand the freed block back */
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		sefer_free(p);
+		errno = 0;
+		if (sefer_realloc(p, 48) || errno != EINVAL)
+			return 5; /* only reached with SEFER_ON_ERROR=warn */
+		return sefer_check_heap() ? 4 : 0;
+	}
+	if (!strcmp(mode, "realloc-interior")) {
+		p = sefer_malloc(64);
+		fprintf(stderr, "addr=%p\n", (void *)(p + 16));
+		p = sefer_realloc(p + 16, 40);
+		return 0;
+	}
+	if (!strcmp(mode, "realloc-large-freed")) {
+		p = sefer_malloc((size_t)8 << 20);
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		sefer_free(p);
+		p = sefer_realloc(p, (size_t)7 << 20);
+		return 0;
+	}
 	if (!strcmp(mode, "large-double-free")) {
 		p = sefer_malloc((size_t)8 << 20);
 		fprintf(stderr, "addr=%p\n", (void *)p);
@@ -292,9 +315,17 @@ static const struct bad_free bad_frees[] = {
 	{ "xthread-interior", "invalid free", "inside of a block", false },
 	{ "uncarved-free", "invalid free", "not inside an allocated block", false },
 	{ "xthread-uncarved", "invalid free", "not inside an allocated block", false },
+	{ "realloc-freed", "realloc after free", "already free", false },
+	{ "realloc-warn", "realloc after free", "already free", true }, /* NULL, EINVAL */
 };
 
-static const struct bad_free bad_frees_always[] = { BAD_FREES_ALWAYS };
+static const struct bad_free bad_frees_always[] = {
+	BAD_FREES_ALWAYS,
+	{ "realloc-interior", "invalid realloc", "inside of a block", false },
+	/* a large segment stays mapped with large_cache (as for large-double-free) */
+	{ "realloc-large-freed", IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? "realloc after free" : "realloc",
+	  IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? "already free" : "not allocated by sefer", false },
+};
 
 static void expect_bad_free(const struct bad_free *t)
 {
