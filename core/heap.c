@@ -173,7 +173,7 @@ static void segment_mark_never(struct segment *seg)
 
 static void abandoned_unlink(struct segment *seg);
 
-static void abandon_segments(struct heap *heap, struct segment *list, uint64_t now)
+static void abandon_segments(struct heap *heap, struct segment *list)
 {
 	struct segment *seg, *next;
 
@@ -252,7 +252,7 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 	spin_unlock(&abandoned_lock);
 	for (; emptied; emptied = next_seg) {
 		next_seg = emptied->next;
-		segment_spare(emptied, now, force);
+		segment_spare(emptied, force);
 	}
 	return next;
 }
@@ -301,10 +301,8 @@ void heap_abandon(struct heap *heap)
 	heap_release_empty(heap); /* segments it empties become spares (heap->live is false) */
 	heap_cache_to_spares(heap);
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
-	uint64_t now = sefer_os.clock_ms();
-
-	abandon_segments(heap, heap->segments, now);
-	abandon_segments(heap, heap->full_segments, now);
+	abandon_segments(heap, heap->segments);
+	abandon_segments(heap, heap->full_segments);
 	heap_reset(heap);
 	owned_forget_all(); /* frees after this (later TLS destructors) go to free_slow */
 	sefer_heap = &heap_empty;
@@ -313,7 +311,7 @@ void heap_abandon(struct heap *heap)
 	 * kept. Every heap puts its segments on the lists above before this decrement, so the
 	 * one that takes the count to 1 or 0 purges all of them. */
 	if (atomic_fetch_sub_explicit(&heaps_live, 1, memory_order_seq_cst) <= 2)
-		global_purge(now, true);
+		global_purge(sefer_os.clock_ms(), true);
 }
 
 /* Take seg off the abandoned list (its owner CAS won: adopted, or held and emptied).

@@ -343,20 +343,19 @@ SEFER_API bool sefer_heap_visit(struct sefer_heap *h, visit_fn fn, void *arg)
 
 /* ---- destroy and orphaning ---- */
 
-static void drop_segments(struct heap *heap, struct segment *seg, uint64_t now)
+static void drop_segments(struct heap *heap, struct segment *seg)
 {
 	struct segment *next;
 
 	for (; seg; seg = next) {
 		next = seg->next;
-		segment_drop(heap, seg, now);
+		segment_drop(heap, seg);
 	}
 }
 
 SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 {
 	struct heap *heap = heap_of(h), *me = heap_get(), *expect = me;
-	uint64_t now;
 
 	if (!heap)
 		return;
@@ -389,10 +388,9 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 	policy_heap_exit_all(heap);
 	destroy_large(heap);
 	atomic_store_explicit(&heap->delayed, NULL, memory_order_relaxed);
-	now = sefer_os.clock_ms();
-	drop_segments(heap, heap->segments, now);
-	drop_segments(heap, heap->full_segments, now);
-	drop_segments(heap, heap->cache, now);
+	drop_segments(heap, heap->segments);
+	drop_segments(heap, heap->full_segments);
+	drop_segments(heap, heap->cache);
 	heap->live = false;
 	heap_reset(heap); /* first_class false, home NULL: later calls on h are misuses */
 	stat_add(&sefer_gstats.heaps, NULL, -1);

@@ -203,7 +203,7 @@ uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force)
  * An empty segment of an exiting heap: keep it for the next thread, dirty until its deadline,
  * or release it when SPARE_MAX are kept already.
  */
-static void spare_put(struct segment *seg, uint64_t now)
+static void spare_put(struct segment *seg)
 {
 	uint64_t due = segment_deadline(seg);
 
@@ -225,11 +225,11 @@ static void spare_put(struct segment *seg, uint64_t now)
  * An empty segment that no heap owns (an abandoned one whose last blocks were freed by other
  * threads): a spare, purged at once with force. No lock held.
  */
-void segment_spare(struct segment *seg, uint64_t now, bool force)
+void segment_spare(struct segment *seg, bool force)
 {
 	if (force)
 		purge_dirty(seg);
-	spare_put(seg, now);
+	spare_put(seg);
 }
 
 /* A spare segment for heap (now owned by it), or NULL. */
@@ -446,7 +446,7 @@ void segment_free(struct heap *heap, struct segment *seg)
 	owned_forget(seg);
 	segment_list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
 	if (!heap->live) {
-		spare_put(seg, sefer_os.clock_ms());
+		spare_put(seg);
 		return;
 	}
 	if (CONFIG_SEGMENT_CACHE > 0 && heap->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE) {
@@ -461,14 +461,12 @@ void segment_free(struct heap *heap, struct segment *seg)
 /* The exiting heap's cached empty segments become spares. */
 void heap_cache_to_spares(struct heap *heap)
 {
-	uint64_t now = heap->cache ? sefer_os.clock_ms() : 0;
-
 	while (heap->cache) {
 		struct segment *seg = heap->cache;
 
 		segment_list_remove(&heap->cache, seg);
 		owned_forget(seg);
-		spare_put(seg, now);
+		spare_put(seg);
 	}
 	heap->ncache = 0;
 }
@@ -638,7 +636,7 @@ static void annotate_segment_drop(struct segment *seg)
 #endif
 }
 
-void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
+void segment_drop(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
@@ -650,5 +648,5 @@ void segment_drop(struct heap *heap, struct segment *seg, uint64_t now)
 	}
 	for_each_span(seg, pg, idx)
 		span_free_slots(seg, pg);
-	spare_put(seg, now);
+	spare_put(seg);
 }
