@@ -122,7 +122,7 @@ void *calloc_checked(size_t n, size_t size)
 /* Usable bytes of the block p points into, p in sefer's segment seg. */
 static always_inline size_t usable_size_in(struct segment *seg, const void *p)
 {
-	if (unlikely(!seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT])) {
+	if (unlikely(!slot_has_page(seg, p))) {
 		if (atomic_load_explicit(&seg->owner, memory_order_relaxed) != LARGE_OWNER)
 			return 0;
 		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
@@ -179,22 +179,15 @@ static bool block_of_heap(struct heap *heap, const void *p)
  */
 static always_inline struct page *page_held_here(const void *p)
 {
-	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
-	const struct block *b = p;
+	uintptr_t key = owned_key(p);
+	struct page *pg;
 
 	if (owned_entry(p) != key)
 		return NULL;
-	struct page *pg = page_of((struct segment *)key, p);
-
+	pg = page_of((struct segment *)key, p);
 	if (!block_start(pg, p, pg->fast_limit))
 		return NULL;
-	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		uintptr_t mark = annotate_peek_word(&((const uintptr_t *)p)[1]);
-
-		if (mark == free_mark(b) || mark == pending_mark(b))
-			return NULL;
-	}
-	return pg;
+	return block_freed_reason(p) ? NULL : pg;
 }
 
 /* realloc from heap; with any_heap a block of another heap may stay where it is. */
@@ -228,7 +221,7 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 			errno = EINVAL;
 			return NULL;
 		}
-		avail = usable_size_any(p);
+		avail = usable_size_in(seg, p);
 	}
 
 	/* In place when it fits and would not waste more than half the block. */

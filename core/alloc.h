@@ -84,15 +84,13 @@ static always_inline void *sefer_malloc_inline(size_t size)
 
 static always_inline void sefer_free_inline(void *p)
 {
-	/* p's segment with p's low four bits kept: the segment itself exactly when p is on the
-	 * 16-byte grid, as every block is (a pointer off it goes to free_slow for free). */
-	uintptr_t key = (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
-
-	/* The thread's owned-segment cache (heap.h) proves key is a segment, mapped and ours;
+	/* The thread's owned-segment cache (heap.h) proves p's segment is mapped and ours;
 	 * anything else, NULL, foreign and misaligned pointers included, is sorted out by
 	 * free_slow(). seg comes from p, not from the cache entry, so the page-map load does not
 	 * wait for the entry's. The heap pointer is loaded only by what needs it (a policy, the
 	 * call counters). */
+	uintptr_t key = owned_key(p);
+
 	if (likely(owned_entry(p) == key)) {
 		struct segment *seg = (struct segment *)key;
 		struct page *pg = page_of(seg, p);

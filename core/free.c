@@ -127,10 +127,10 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
  */
 const char *block_not_held(struct segment *seg, const void *p, bool *is_double)
 {
-	const struct block *b = p;
+	const char *why;
 
 	*is_double = false;
-	if (!seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT]) { /* a large segment */
+	if (!slot_has_page(seg, p)) { /* a large segment */
 		if (p != seg->large_block)
 			return "pointer to the inside of a large block";
 		if (!atomic_load_explicit(&seg->large_live, memory_order_relaxed)) {
@@ -139,28 +139,21 @@ const char *block_not_held(struct segment *seg, const void *p, bool *is_double)
 		}
 		return NULL;
 	}
-	if (!xthread_block_ok(page_of(seg, p), b))
+	if (!xthread_block_ok(page_of(seg, p), p))
 		return invalid_reason(seg, p, is_double);
-	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		uintptr_t mark = annotate_peek_word(&((const uintptr_t *)p)[1]);
-
-		if (mark == free_mark(b) || mark == pending_mark(b)) {
-			*is_double = true;
-			return "block is already free";
-		}
-	}
-	return NULL;
+	why = block_freed_reason(p);
+	*is_double = why != NULL;
+	return why;
 }
 
 static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		if (!xthread_block_ok(pg, b) || block_marked_free(b)) {
-			report_bad_free(seg, b);
-			return;
-		}
-		if (block_marked_pending(b)) {
-			report_error("double free", b, "block is already free (cross-thread, pending)");
+		bool dbl;
+		const char *why = block_not_held(seg, b, &dbl);
+
+		if (why) {
+			report_error(dbl ? "double free" : "invalid free", b, why);
 			return;
 		}
 		block_mark_pending(b);

@@ -71,6 +71,15 @@ static always_inline uintptr_t owned_entry(const void *p)
 	return (uintptr_t)sefer_owned[owned_slot(p)];
 }
 
+/*
+ * What owned_entry(p) holds when p's segment is cached: p's segment with p's low four bits
+ * kept, the segment itself exactly when p is on the 16-byte grid, as every block is.
+ */
+static always_inline uintptr_t owned_key(const void *p)
+{
+	return (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
+}
+
 /* seg, owned by the calling thread's default heap or one of its first-class heaps */
 static inline void owned_set(struct segment *seg)
 {

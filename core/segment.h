@@ -413,6 +413,31 @@ static inline bool block_live(const struct block *b)
 	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
 }
 
+/*
+ * Any thread: why b, a carved block start that may be live, is not the program's (its free or
+ * its pending mark), or NULL. The mark is peeked at, not opened (core/annotate.h). Always NULL
+ * without CONFIG_DEBUG_DOUBLE_FREE.
+ */
+static always_inline const char *block_freed_reason(const struct block *b)
+{
+	uintptr_t mark;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return NULL;
+	mark = annotate_peek_word(&((const uintptr_t *)b)[1]);
+	if (mark == free_mark(b))
+		return "block is already free";
+	if (mark == pending_mark(b))
+		return "block is already free (cross-thread, pending)";
+	return NULL;
+}
+
+/* Does p's slot of seg map a page descriptor? Always in a small segment, never in a large one. */
+static always_inline bool slot_has_page(const struct segment *seg, const void *p)
+{
+	return seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT] != 0;
+}
+
 /* What pg->fast_limit must be: block_limit(), or 0 while the page is full. */
 static inline uint64_t page_fast_limit(const struct page *pg)
 {
