@@ -27,7 +27,7 @@ port-test-cflags :=
 port-test-libs :=
 endif
 port-test-srcs += $(srctree)/selftest/portable/main.c $(srctree)/selftest/portable/check.c \
-	$(addprefix $(srctree)/selftest/unit/,test_bins.c test_segment.c test_api.c \
+	$(addprefix $(srctree)/selftest/unit/,bad_frees.c test_bins.c test_segment.c test_api.c \
 		test_options.c test_threads.c)
 port-unit-bin := $(objtree)/selftest/portable/sefer-unit$(EXE)
 port-stress-bin := $(objtree)/selftest/portable/stress$(EXE)

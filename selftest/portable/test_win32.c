@@ -2,8 +2,9 @@
 /*
  * Windows-only tests: the win32 backend's ops called directly (aligned reservation, NUMA
  * reservation, purge, commit/decommit, environment, files, thread-exit through FLS), threads
- * made with CreateThread, and the error reports of invalid and double frees, each in a child
- * process (the Windows counterpart of selftest/unit/test_process.c, which needs fork).
+ * made with CreateThread, and the error reports of invalid and double frees and reallocs, each
+ * in a child process (the children are bad_frees.c's, shared with the POSIX runners; this is
+ * the Windows counterpart of selftest/unit/test_process.c, which needs fork).
  */
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -22,15 +23,6 @@
 Suite *win32_suite(void);
 
 static char out[8192];
-/* Blocks a child allocates only to keep their page in use (sefer_malloc is warn_unused_result). */
-static void *volatile kept;
-
-static void print_addr(const void *p)
-{
-	/* sefer prints pointers as 0x<lowercase hex>; msvcrt's %p does not */
-	fprintf(stderr, "addr=0x%llx\n", (unsigned long long)(uintptr_t)p);
-	fflush(stderr);
-}
 
 static DWORD WINAPI free_it(void *p)
 {
@@ -46,62 +38,18 @@ static void run_thread(LPTHREAD_START_ROUTINE fn, void *arg)
 	CloseHandle(h);
 }
 
+/* Free p on a new thread, joined (bad_free_child()'s cross-thread cases). */
+static void free_on_thread(void *p)
+{
+	run_thread(free_it, p);
+}
+
 int child_main(const char *mode)
 {
-	char *p;
+	int rc = bad_free_child(mode, free_on_thread);
 
-	if (!strcmp(mode, "double-free") || !strcmp(mode, "warn")) {
-		void *q[100];
-
-		p = sefer_malloc(64);
-		print_addr(p);
-		sefer_free(p);
-		sefer_free(p);
-		for (int i = 0; i < 100; i++)
-			q[i] = sefer_malloc(64);
-		for (int i = 0; i < 100; i++)
-			for (int j = i + 1; j < 100; j++)
-				if (q[i] == q[j])
-					return 4;
-		for (int i = 0; i < 100; i++)
-			sefer_free(q[i]);
-		return sefer_check_heap() ? 5 : 0;
-	}
-	if (!strcmp(mode, "xthread-double-free")) {
-		p = sefer_malloc(64);
-		kept = sefer_malloc(64); /* keep the page alive */
-		print_addr(p);
-		run_thread(free_it, p);
-		run_thread(free_it, p);
-		return 0;
-	}
-	if (!strcmp(mode, "invalid-free")) {
-		static char not_ours[64];
-
-		print_addr(not_ours);
-		sefer_free(not_ours);
-		return 0;
-	}
-	if (!strcmp(mode, "misaligned-free")) {
-		/* off the 16-byte grid, inside a block */
-		p = sefer_malloc(64);
-		print_addr(p + 8);
-		sefer_free(p + 8);
-		return 0;
-	}
-	if (!strcmp(mode, "interior-free")) {
-		p = sefer_malloc(64);
-		print_addr(p + 16);
-		sefer_free(p + 16);
-		return 0;
-	}
-	if (!strcmp(mode, "large-double-free")) {
-		p = sefer_malloc((size_t)8 << 20);
-		print_addr(p);
-		sefer_free(p);
-		sefer_free(p);
-		return 0;
-	}
+	if (rc >= 0)
+		return rc;
 	if (!strcmp(mode, "bad-env")) {
 		sefer_free(sefer_malloc(10));
 		return 0;

@@ -46,40 +46,23 @@ static void *spin_alloc(void *arg)
 	return NULL;
 }
 
+/* Free p on a new thread, joined (bad_free_child()'s cross-thread cases). */
+static void free_on_thread(void *p)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+}
+
 int child_main(const char *mode)
 {
 	char *p;
+	int rc = bad_free_child(mode, free_on_thread);
 
-	if (!strcmp(mode, "double-free") || !strcmp(mode, "warn")) {
-		p = sefer_malloc(64);
-		fprintf(stderr, "addr=%p\n", (void *)p);
-		sefer_free(p);
-		sefer_free(p);
-		/* only reached with SEFER_ON_ERROR=warn: the heap must still be sound */
-		void *q[100];
+	if (rc >= 0)
+		return rc;
 
-		for (int i = 0; i < 100; i++)
-			q[i] = sefer_malloc(64);
-		for (int i = 0; i < 100; i++)
-			for (int j = i + 1; j < 100; j++)
-				if (q[i] == q[j])
-					return 3; /* the double free corrupted the free list */
-		for (int i = 0; i < 100; i++)
-			sefer_free(q[i]);
-		return sefer_check_heap() ? 4 : 0;
-	}
-	if (!strcmp(mode, "xthread-double-free")) {
-		pthread_t t;
-
-		p = sefer_malloc(64);
-		kept = sefer_malloc(64); /* keep the page alive */
-		fprintf(stderr, "addr=%p\n", (void *)p);
-		pthread_create(&t, NULL, free_it, p);
-		pthread_join(t, NULL);
-		pthread_create(&t, NULL, free_it, p);
-		pthread_join(t, NULL);
-		return 0;
-	}
 	if (!strcmp(mode, "xthread-after-collect") || !strcmp(mode, "xthread-after-local") ||
 	    !strcmp(mode, "xthread-interior")) {
 		pthread_t t;
@@ -134,13 +117,6 @@ int child_main(const char *mode)
 		}
 		return sefer_check_heap() ? 5 : 0;
 	}
-	if (!strcmp(mode, "invalid-free")) {
-		static char not_ours[64];
-
-		fprintf(stderr, "addr=%p\n", (void *)not_ours);
-		sefer_free(not_ours);
-		return 0;
-	}
 	if (!strcmp(mode, "uncarved-free") || !strcmp(mode, "xthread-uncarved")) {
 		/* a block boundary of a page in use past the blocks it has carved: never handed
 		 * out, though its second word is no free mark */
@@ -159,49 +135,6 @@ int child_main(const char *mode)
 			pthread_create(&t, NULL, free_it, q);
 			pthread_join(t, NULL);
 		}
-		return 0;
-	}
-	if (!strcmp(mode, "misaligned-free")) {
-		/* off the 16-byte grid, inside a block */
-		p = sefer_malloc(64);
-		fprintf(stderr, "addr=%p\n", (void *)(p + 8));
-		sefer_free(p + 8);
-		return 0;
-	}
-	if (!strcmp(mode, "interior-free")) {
-		p = sefer_malloc(64);
-		fprintf(stderr, "addr=%p\n", (void *)(p + 16));
-		sefer_free(p + 16);
-		return 0;
-	}
-	if (!strcmp(mode, "realloc-freed") || !strcmp(mode, "realloc-warn")) {
-		/* kept in place (it fits), this would hand the freed block back */
-		p = sefer_malloc(64);
-		fprintf(stderr, "addr=%p\n", (void *)p);
-		sefer_free(p);
-		errno = 0;
-		if (sefer_realloc(p, 48) || errno != EINVAL)
-			return 5; /* only reached with SEFER_ON_ERROR=warn */
-		return sefer_check_heap() ? 4 : 0;
-	}
-	if (!strcmp(mode, "realloc-interior")) {
-		p = sefer_malloc(64);
-		fprintf(stderr, "addr=%p\n", (void *)(p + 16));
-		p = sefer_realloc(p + 16, 40);
-		return 0;
-	}
-	if (!strcmp(mode, "realloc-large-freed")) {
-		p = sefer_malloc((size_t)8 << 20);
-		fprintf(stderr, "addr=%p\n", (void *)p);
-		sefer_free(p);
-		p = sefer_realloc(p, (size_t)7 << 20);
-		return 0;
-	}
-	if (!strcmp(mode, "large-double-free")) {
-		p = sefer_malloc((size_t)8 << 20);
-		fprintf(stderr, "addr=%p\n", (void *)p);
-		sefer_free(p);
-		sefer_free(p);
 		return 0;
 	}
 	if (!strcmp(mode, "corrupt-link")) {
@@ -284,8 +217,7 @@ int child_main(const char *mode)
 			pthread_join(t[i], NULL);
 		return 0;
 	}
-	int rc = hardening_child(mode);
-
+	rc = hardening_child(mode);
 	return rc >= 0 ? rc : 99;
 }
 
@@ -315,16 +247,10 @@ static const struct bad_free bad_frees[] = {
 	{ "xthread-interior", "invalid free", "inside of a block", false },
 	{ "uncarved-free", "invalid free", "not inside an allocated block", false },
 	{ "xthread-uncarved", "invalid free", "not inside an allocated block", false },
-	{ "realloc-freed", "realloc after free", "already free", false },
-	{ "realloc-warn", "realloc after free", "already free", true }, /* NULL, EINVAL */
 };
 
 static const struct bad_free bad_frees_always[] = {
 	BAD_FREES_ALWAYS,
-	{ "realloc-interior", "invalid realloc", "inside of a block", false },
-	/* a large segment stays mapped with large_cache (as for large-double-free) */
-	{ "realloc-large-freed", IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? "realloc after free" : "realloc",
-	  IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? "already free" : "not allocated by sefer", false },
 };
 
 static void expect_bad_free(const struct bad_free *t)
