@@ -66,9 +66,6 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 	return malloc_slow(size, heap, zero);
 }
 
-/* Mapped bytes of the large segments in use, process-wide (policies size caches by it). */
-atomic_size_t sefer_large_live;
-
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 {
 	struct segment *seg;
@@ -89,7 +86,6 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 		is_zero = seg->large_zero;
 	}
 	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	seg->large_heap = heap;
 	seg->large_zero = false;
 	heaps_large_track(heap, seg);

@@ -34,7 +34,6 @@ size_t usable_size_any(const void *p) SEFER_INTERNAL;
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero) SEFER_INTERNAL;
 void large_free(struct segment *seg, void *p) SEFER_INTERNAL;
 void large_release(struct segment *seg) SEFER_INTERNAL;
-extern atomic_size_t sefer_large_live SEFER_INTERNAL;
 
 /* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)

@@ -86,7 +86,6 @@ void large_free(struct segment *seg, void *p)
 	annotate_block_free(p, seg->large_size);
 	if (heap != &heap_empty)
 		heap_stat_call(heap, frees);
-	atomic_fetch_sub_explicit(&sefer_large_live, seg->size, memory_order_relaxed);
 	if (heaps_large_untrack(seg)) /* else a visit of its heap finishes the free */
 		large_release(seg);
 }

@@ -201,8 +201,6 @@ static void destroy_large(struct heap *heap)
 		seg->large_tracked = LARGE_UNTRACKED;
 		/* a free that won the exchange releases the segment itself */
 		if (atomic_exchange_explicit(&seg->large_live, 0, memory_order_relaxed)) {
-			atomic_fetch_sub_explicit(&sefer_large_live, seg->size,
-						  memory_order_relaxed);
 			seg->next = mine;
 			mine = seg;
 		}

@@ -42,6 +42,8 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
+atomic_size_t sefer_large_mapped;
+
 static void *segment_map(struct heap *heap, size_t size, size_t align, int *node)
 {
 	void *mem;
@@ -368,6 +370,7 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 	annotate_noaccess(seg->pages, total - __builtin_offsetof(struct segment, pages));
 	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
 	segment_publish(seg);
+	atomic_fetch_add_explicit(&sefer_large_mapped, total, memory_order_relaxed);
 	return seg;
 }
 
@@ -380,6 +383,8 @@ void segment_release(struct segment *seg)
 	stat_add(&sefer_gstats.segments, NULL, -1);
 	stat_add(&sefer_gstats.committed, NULL,
 		 -(long long)(seg->size - (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));
+	if (seg->kind == SEG_LARGE)
+		atomic_fetch_sub_explicit(&sefer_large_mapped, seg->size, memory_order_relaxed);
 	if (sefer_opt.verbose)
 		sefer_message("released segment %p (%zu bytes)", (void *)seg, seg->size);
 	annotate_unmap(seg, seg->size);

@@ -525,6 +525,14 @@ __must_check struct segment *segment_alloc_large(struct heap *heap, size_t size,
 						 size_t align) SEFER_INTERNAL;
 void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_release(struct segment *seg) SEFER_INTERNAL;
+/*
+ * Mapped bytes of the large segments, process-wide: in use, cached by a policy, or on their way
+ * back to the OS; policies size caches by it. Kept where large segments are mapped and released,
+ * never at a malloc or a free: a counter there is a cache line every thread's large malloc and
+ * free would write (two threads each freeing and reallocating a 4 MiB buffer ran at a third of
+ * one thread's rate on it).
+ */
+extern atomic_size_t sefer_large_mapped SEFER_INTERNAL;
 __must_check struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;

@@ -7,14 +7,22 @@
  *    large_live == 0 (so a second free of its old block is still reported as a double free);
  *  - head..tail links them oldest first through seg->next/prev; bytes is the sum of their
  *    seg->size and never exceeds large_cache_opt.budget after a call returns;
- *  - admission: after a free, the bytes cached by all heaps (cached_total) are at most
- *    max(headroom, live / LIVE_SHARE), live being the process's large bytes in use
- *    (sefer_large_live): the freeing heap evicts its oldest until they are, but always keeps
- *    its newest segment. The cache holds what a program of that size may soon ask for again,
- *    not a second copy of its peak (a window of replaced 5-25 MiB buffers kept 1.2x
- *    mimalloc's peak RSS under the old rule, a per-heap cache bounded by the headroom only).
- *    A miss, after which the core maps the request anew, first evicts the heap's oldest until
- *    cached_total + the request fit that bound;
+ *  - cached_total is the bytes of every heap's cache but each heap's tail: a heap publishes
+ *    its newest segment (unpublished holds its size) only when a newer one joins it, and a
+ *    segment that leaves as the tail was never published. So a thread that frees a buffer and
+ *    asks for one again writes no shared cache line (two threads doing that with 4 MiB ran at
+ *    a third of one thread's rate when every free and hit wrote this counter and the core's
+ *    count of live bytes). A heap's own tests add its tail back (cached_view);
+ *  - admission: after a free, the bytes cached by all heaps as the freeing heap sees them
+ *    (cached_view) are at most max(headroom, live / LIVE_SHARE), live being the mapped large
+ *    bytes not published as cached (sefer_large_mapped - cached_total): the freeing heap evicts
+ *    its oldest until they are, but always keeps its newest segment. All caches together so
+ *    hold at most that bound plus one segment per heap (the others' tails). The cache holds
+ *    what a program of that size may soon ask for again, not a second copy of its peak (a
+ *    window of replaced 5-25 MiB buffers kept 1.2x mimalloc's peak RSS under the old rule, a
+ *    per-heap cache bounded by the headroom only). A miss, after which the core maps the
+ *    request anew, first evicts the heap's oldest until cached_view + the request fit that
+ *    bound;
  *  - a segment is reused only for a request with size <= usable <= 2 * size, where usable is
  *    what the segment offers at the request's alignment (the block is re-placed);
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
@@ -80,8 +88,18 @@ bool large_cache_init(void)
 	return true;
 }
 
+/* The bytes of every heap's cache as far as c's heap knows: the published ones and its own tail. */
+static size_t cached_view(const struct large_cache_heap *c)
+{
+	return atomic_load_explicit(&cached_total, memory_order_relaxed) + c->unpublished;
+}
+
 static void unlink_seg(struct large_cache_heap *c, struct segment *s)
 {
+	if (!s->next && c->unpublished) /* the tail, never published */
+		c->unpublished = 0;
+	else
+		atomic_fetch_sub_explicit(&cached_total, s->size, memory_order_relaxed);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -93,7 +111,6 @@ static void unlink_seg(struct large_cache_heap *c, struct segment *s)
 	s->next = s->prev = NULL;
 	c->bytes -= s->size;
 	c->count--;
-	atomic_fetch_sub_explicit(&cached_total, s->size, memory_order_relaxed);
 }
 
 static void append(struct large_cache_heap *c, struct segment *s)
@@ -107,7 +124,10 @@ static void append(struct large_cache_heap *c, struct segment *s)
 	c->tail = s;
 	c->bytes += s->size;
 	c->count++;
-	atomic_fetch_add_explicit(&cached_total, s->size, memory_order_relaxed);
+	/* the old tail is no longer the newest: publish it; s waits until it is not either */
+	if (c->unpublished)
+		atomic_fetch_add_explicit(&cached_total, c->unpublished, memory_order_relaxed);
+	c->unpublished = s->size;
 }
 
 static void evict_oldest(struct large_cache_heap *c)
@@ -204,10 +224,16 @@ static void take_handoffs(struct heap *h)
 		evict_oldest(c);
 }
 
-/* What all caches together may hold: max(headroom, live large bytes / LIVE_SHARE). */
+/*
+ * What all caches together may hold: max(headroom, live large bytes / LIVE_SHARE), the live
+ * bytes being the mapped ones not in a cache (the unpublished tails and the inboxes count as
+ * live: at most one segment per heap, and a 64th of it).
+ */
 static size_t cache_cap(void)
 {
-	size_t live = atomic_load_explicit(&sefer_large_live, memory_order_relaxed) / LIVE_SHARE;
+	size_t mapped = atomic_load_explicit(&sefer_large_mapped, memory_order_relaxed);
+	size_t cached = atomic_load_explicit(&cached_total, memory_order_relaxed);
+	size_t live = (mapped > cached ? mapped - cached : 0) / LIVE_SHARE;
 
 	return live > large_cache_opt.headroom ? live : (size_t)large_cache_opt.headroom;
 }
@@ -240,7 +266,7 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 	c->misses++;
 	/* The core maps `size` bytes now: the cache gives way first, so a program that frees a
 	 * buffer and asks for a bigger one peaks at live + the larger of the two, not both. */
-	while (c->count && atomic_load_explicit(&cached_total, memory_order_relaxed) + size > cache_cap())
+	while (c->count && cached_view(c) + size > cache_cap())
 		evict_oldest(c);
 	return NULL;
 }
@@ -259,7 +285,7 @@ bool large_cache_free(struct heap *h, struct segment *s)
 	append(c, s);
 	while (c->bytes > large_cache_opt.budget)
 		evict_oldest(c);
-	while (c->count > 1 && atomic_load_explicit(&cached_total, memory_order_relaxed) > cache_cap())
+	while (c->count > 1 && cached_view(c) > cache_cap())
 		evict_oldest(c);
 	decay(c);
 	return true;

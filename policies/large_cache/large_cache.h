@@ -16,6 +16,7 @@
 struct large_cache_heap {
 	struct segment *head, *tail; /* cached segments, oldest first (linked by next/prev) */
 	size_t bytes;		     /* mapped bytes of the cached segments */
+	size_t unpublished;	     /* tail's bytes, not yet in cached_total (or 0): see .c */
 	size_t count;
 	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
 	uint64_t hits, misses, evictions, handoffs;
