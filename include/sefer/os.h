@@ -96,7 +96,12 @@ struct sefer_os_ops {
 	/* The NUMA node of the calling thread's CPU, or SEFER_NO_NODE. */
 	int (*current_node)(void);
 
-	/* A monotonic clock in milliseconds. */
+	/*
+	 * A monotonic clock in milliseconds. Its resolution may be a scheduler tick (up to about
+	 * 16 ms: Windows' tick count, Linux's coarse clock); sefer's deadlines (purge delays, the
+	 * large cache's decay) are tens of milliseconds, and it is read on free paths, so a cheap
+	 * coarse clock is preferred to a fine one.
+	 */
 	uint64_t (*clock_ms)(void);
 
 	/*
