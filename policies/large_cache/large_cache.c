@@ -88,6 +88,11 @@ bool large_cache_init(void)
 	return true;
 }
 
+size_t large_cache_published(void)
+{
+	return atomic_load_explicit(&cached_total, memory_order_relaxed);
+}
+
 /* The bytes of every heap's cache as far as c's heap knows: the published ones and its own tail. */
 static size_t cached_view(const struct large_cache_heap *c)
 {

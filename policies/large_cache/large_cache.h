@@ -40,6 +40,8 @@ struct large_cache_options {
 extern struct large_cache_options large_cache_opt SEFER_INTERNAL;
 /* Test hook: the clock the decay reads (NULL: sefer_os.clock_ms). */
 extern uint64_t (*large_cache_clock)(void) SEFER_INTERNAL;
+/* Test hook: the cached bytes published to all heaps (cached_total, see large_cache.c). */
+size_t large_cache_published(void) SEFER_INTERNAL;
 
 void large_cache_read_options(void) SEFER_INTERNAL;
 __must_check bool large_cache_init(void) SEFER_INTERNAL;

@@ -82,6 +82,57 @@ START_TEST(lc_hit)
 }
 END_TEST
 
+/*
+ * The shared counters (large_cache.c, segment.h): a block freed and asked for again writes
+ * neither; a heap's newest cached segment is published when a newer one joins it and not
+ * before; the core's count of mapped large bytes moves only when a segment is mapped or
+ * released.
+ */
+START_TEST(lc_publication)
+{
+	setup();
+	size_t pub = large_cache_published();
+	size_t mapped = atomic_load(&sefer_large_mapped);
+	void *p = sefer_malloc(4 * MiB), *q;
+	size_t p_size = segment_of(p)->size, q_size;
+	size_t mapped_p = atomic_load(&sefer_large_mapped), pub_1, pub_hit, pub_2, count_2, unpub_2;
+	size_t pub_end, mapped_end, unpub_1, unpub_hit, unpub_end;
+
+	for (int i = 0; i < 100; i++) {
+		sefer_free(p);
+		p = sefer_malloc(4 * MiB);
+	}
+	unpub_hit = cache()->unpublished;
+	pub_hit = large_cache_published();
+	sefer_free(p);
+	unpub_1 = cache()->unpublished;
+	pub_1 = large_cache_published();
+	q = sefer_malloc(9 * MiB); /* a miss: p's segment stays cached */
+	q_size = segment_of(q)->size;
+	sefer_free(q);
+	count_2 = cache()->count;
+	unpub_2 = cache()->unpublished;
+	pub_2 = large_cache_published();
+	large_cache_collect(heap_get(), true);
+	unpub_end = cache()->unpublished;
+	pub_end = large_cache_published();
+	mapped_end = atomic_load(&sefer_large_mapped);
+
+	/* measured first, asserted after: Check's assertions allocate through sefer */
+	ck_assert_uint_eq(mapped_p, mapped + p_size);
+	ck_assert_uint_eq(unpub_hit, 0);
+	ck_assert_uint_eq(pub_hit, pub);
+	ck_assert_uint_eq(unpub_1, p_size);
+	ck_assert_uint_eq(pub_1, pub);
+	ck_assert_uint_eq(count_2, 2);
+	ck_assert_uint_eq(unpub_2, q_size);
+	ck_assert_uint_eq(pub_2, pub + p_size);
+	ck_assert_uint_eq(unpub_end, 0);
+	ck_assert_uint_eq(pub_end, pub);
+	ck_assert_uint_eq(mapped_end, mapped);
+}
+END_TEST
+
 START_TEST(lc_miss)
 {
 	setup();
@@ -524,6 +575,7 @@ Suite *large_cache_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, lc_hit);
 	tcase_add_test(tc, lc_miss);
+	tcase_add_test(tc, lc_publication);
 	tcase_add_test(tc, lc_collect);
 	tcase_add_test(tc, lc_handoff_owner_exited);
 	tcase_add_test(tc, lc_window);
