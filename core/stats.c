@@ -60,9 +60,11 @@ SEFER_API void sefer_stats_print(void)
 		      (unsigned long long)st.committed_peak >> 10,
 		      (unsigned long long)st.purged >> 10);
 	sefer_message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
-		      "reclaimed %llu",
+		      "reclaimed %llu, lock waits yielded %llu",
 		      (unsigned long long)st.threads, (unsigned long long)st.heaps,
-		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed);
+		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed,
+		      (unsigned long long)atomic_load_explicit(&sefer_gstats.lock_yields,
+							       memory_order_relaxed));
 	policy_print_stats_all();
 }
 

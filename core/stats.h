@@ -15,6 +15,7 @@ struct global_stats {
 	atomic_llong committed, committed_peak;
 	atomic_llong purged;
 	atomic_llong abandoned, reclaimed;
+	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;
 	atomic_llong heaps; /* first-class heaps alive */
 };

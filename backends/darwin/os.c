@@ -98,6 +98,7 @@ const struct sefer_os_ops sefer_os = {
 	.random_bytes = darwin_random_bytes,
 	.thread_exit_hook = posix_thread_exit_hook,
 	.thread_id = darwin_thread_id,
+	.yield = posix_yield,
 	.open_file = posix_open_file,
 	.close_file = posix_close_file,
 	.pread = posix_pread,

@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -110,4 +111,9 @@ bool posix_thread_exit_hook(void (*fn)(void *), void *arg)
 uint64_t posix_thread_id(void)
 {
 	return (uint64_t)(uintptr_t)pthread_self();
+}
+
+void posix_yield(void)
+{
+	sched_yield();
 }

@@ -21,6 +21,7 @@ void posix_write_err(const char *msg, size_t len);
 void posix_keep_err(void);
 bool posix_thread_exit_hook(void (*fn)(void *), void *arg);
 uint64_t posix_thread_id(void);
+void posix_yield(void);
 
 sefer_file_t posix_open_file(const char *path, int flags);
 void posix_close_file(sefer_file_t f);

@@ -333,6 +333,11 @@ static uint64_t win32_thread_id(void)
 	return (uint64_t)GetCurrentThreadId();
 }
 
+static void win32_yield(void)
+{
+	SwitchToThread();
+}
+
 /* ---- files ---- */
 
 static int werr(void)
@@ -470,6 +475,7 @@ const struct sefer_os_ops sefer_os = {
 	.random_bytes = win32_random_bytes,
 	.thread_exit_hook = win32_thread_exit_hook,
 	.thread_id = win32_thread_id,
+	.yield = win32_yield,
 	.open_file = win32_open_file,
 	.close_file = win32_close_file,
 	.pread = win32_pread,

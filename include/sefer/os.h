@@ -141,6 +141,15 @@ struct sefer_os_ops {
 	/* A small integer id of the calling thread, for messages. */
 	uint64_t (*thread_id)(void);
 
+	/*
+	 * Optional. Give the rest of the calling thread's time slice to another runnable thread
+	 * (sched_yield, SwitchToThread). Called by a waiter on one of sefer's spinlocks
+	 * (core/lock.h) once it has spun for a while, maybe holding another of them (the lock
+	 * order allows it): the holder it waits for may have been preempted, and with more
+	 * threads than CPUs it may be waiting for this very CPU. NULL: waiters only spin.
+	 */
+	void (*yield)(void);
+
 	/* ---- file operations (persist/) ---- */
 
 	/*

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Threads: cross-thread free reuse, exit while others free, adoption, stats. */
+/* Threads: cross-thread free reuse, exit while others free, adoption, stats, lock waits. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/config.h"
+#include "core/lock.h"
+#include "core/stats.h"
 #include "unit.h"
 
 #define RING 4096
@@ -148,6 +151,46 @@ START_TEST(many_short_threads)
 }
 END_TEST
 
+/*
+ * A spinlock waiter gives its CPU away once it has spun a while (core/lock.h): while the holder
+ * keeps the lock (here it sleeps, as a preempted holder would not run), the waiter yields, and
+ * the stats count it. Needs CONFIG_STATS and a backend with a yield op.
+ */
+static struct spinlock held_lock = SPINLOCK_INIT;
+static atomic_int waiter_done;
+
+static void *lock_waiter(void *arg)
+{
+	(void)arg;
+	spin_lock(&held_lock);
+	spin_unlock(&held_lock);
+	atomic_store(&waiter_done, 1);
+	return NULL;
+}
+
+START_TEST(spin_waiter_yields)
+{
+	unsigned long long before = (unsigned long long)atomic_load(&sefer_gstats.lock_yields), after;
+	struct timespec ms = { 0, 1000000 };
+	pthread_t t;
+	int waited = 0, done_while_held;
+
+	spin_lock(&held_lock);
+	pthread_create(&t, NULL, lock_waiter, NULL);
+	/* hold it until the waiter has yielded; after 10 s the assertions below fail */
+	while ((unsigned long long)atomic_load(&sefer_gstats.lock_yields) == before &&
+	       waited++ < 10000)
+		nanosleep(&ms, NULL);
+	after = (unsigned long long)atomic_load(&sefer_gstats.lock_yields);
+	done_while_held = atomic_load(&waiter_done);
+	spin_unlock(&held_lock);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(done_while_held, 0);
+	ck_assert_uint_gt(after, before);
+	ck_assert_int_eq(atomic_load(&waiter_done), 1);
+}
+END_TEST
+
 Suite *threads_suite(void)
 {
 	Suite *s = suite_create("threads");
@@ -156,6 +199,8 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, producer_consumer_bounded);
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
+	if (IS_ENABLED(CONFIG_STATS) && sefer_os.yield)
+		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
