@@ -374,6 +374,53 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 	return seg;
 }
 
+/*
+ * seg, a large segment no thread holds a block of (a policy's cached one), resized for a request
+ * of `size` bytes at `align` (up to SEGMENT_SIZE / 2) by the OS moving its pages
+ * (sefer_os.remap), with its block placed: the pages it had are not faulted in again, and a
+ * shrink gives the rest back. A program that replaces a buffer by one of another size so
+ * reuses the memory it freed instead of faulting in a new segment's. seg is unpublished while
+ * it moves (a stale pointer to it finds no segment); NULL when the backend has no remap, with
+ * guard pages, or when the OS refused: seg is then unchanged and published.
+ */
+struct segment *segment_resize_large(struct segment *seg, size_t size, size_t align)
+{
+	size_t off = large_block_offset(align);
+	size_t total = align_up(off + size, SPAGE_SIZE), old = seg->size;
+	struct segment *moved;
+
+	if (!sefer_os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
+	    total < size || align > SEGMENT_SIZE / 2)
+		return NULL;
+	segtab_remove(seg);
+	sync_registry_del(&seg->reg);
+	sync_synchronize(); /* walkers (stats, checks) may still be reading the header */
+	annotate_unmap(seg, old);
+	moved = sefer_os.remap(seg, old, total, SEGMENT_SIZE);
+	if (!moved) {
+		annotate_noaccess(seg->pages, old - __builtin_offsetof(struct segment, pages));
+		segment_publish(seg);
+		return NULL;
+	}
+	policy_segment_placed(moved, total, moved->node);
+	moved->size = total;
+	moved->cookie = (uintptr_t)moved ^ sefer_list_key;
+	moved->next = moved->prev = NULL;
+	large_place(moved, off, size); /* cannot fail without guard pages */
+	annotate_noaccess(moved->pages, total - __builtin_offsetof(struct segment, pages));
+	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
+		 (long long)total - (long long)old);
+	if (total > old)
+		atomic_fetch_add_explicit(&sefer_large_mapped, total - old, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&sefer_large_mapped, old - total, memory_order_relaxed);
+	if (sefer_opt.verbose)
+		sefer_message("resized segment %p (%zu bytes) to %p (%zu bytes)", (void *)seg, old,
+			      (void *)moved, total);
+	segment_publish(moved);
+	return moved;
+}
+
 void segment_release(struct segment *seg)
 {
 	segtab_remove(seg);

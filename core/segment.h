@@ -525,6 +525,8 @@ __must_check struct segment *segment_alloc_large(struct heap *heap, size_t size,
 						 size_t align) SEFER_INTERNAL;
 void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_release(struct segment *seg) SEFER_INTERNAL;
+__must_check struct segment *segment_resize_large(struct segment *seg, size_t size,
+						  size_t align) SEFER_INTERNAL;
 /*
  * Mapped bytes of the large segments, process-wide: in use, cached by a policy, or on their way
  * back to the OS; policies size caches by it. Kept where large segments are mapped and released,

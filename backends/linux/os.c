@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <numaif.h>
 #include <sched.h>
 #include <sys/auxv.h>
@@ -97,6 +98,34 @@ static int linux_sync(sefer_file_t f)
 	return fdatasync((int)f) ? -errno : 0;
 }
 
+/*
+ * Resize a reservation with mremap, which moves page-table entries, not bytes: in place when
+ * it shrinks or when the address space after it is free, else into a new aligned reservation
+ * (MREMAP_FIXED replaces that mapping; the old range is unmapped by the move).
+ */
+static void *linux_remap(void *addr, size_t old_size, size_t new_size, size_t align)
+{
+	void *dst, *p;
+
+	if (new_size <= old_size) {
+		if (new_size < old_size)
+			munmap((uint8_t *)addr + new_size, old_size - new_size);
+		return addr;
+	}
+	p = mremap(addr, old_size, new_size, 0);
+	if (p != MAP_FAILED)
+		return p;
+	dst = posix_reserve(new_size, align, SEFER_NO_NODE);
+	if (!dst)
+		return NULL;
+	p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	if (p == MAP_FAILED) {
+		munmap(dst, new_size);
+		return NULL;
+	}
+	return p;
+}
+
 /* The kernel sets AT_SECURE for setuid/setgid exec, file capabilities and LSM transitions. */
 static bool linux_secure(void)
 {
@@ -108,6 +137,7 @@ const struct sefer_os_ops sefer_os = {
 	.init = linux_init,
 	.reserve = posix_reserve,
 	.release = posix_release,
+	.remap = linux_remap,
 	.commit = posix_commit,
 	.decommit = posix_decommit,
 	.protect = posix_protect,

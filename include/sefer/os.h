@@ -62,6 +62,18 @@ struct sefer_os_ops {
 	void (*release)(void *addr, size_t size);
 
 	/*
+	 * Optional. Resize a whole reservation made by reserve (or by remap) from old_size to
+	 * new_size bytes, both multiples of the page size, keeping the contents of its first
+	 * min(old_size, new_size) bytes without copying or faulting them in again: the OS moves
+	 * the pages (Linux: mremap). The result is aligned to `align` and may be at another
+	 * address; bytes past old_size read as zero; a shrink gives the pages past new_size back.
+	 * Returns NULL on failure, the old reservation then unchanged. The core calls it on a
+	 * large segment no thread holds a block of (a cached one), unpublished meanwhile, under no
+	 * lock. NULL: the core maps a new segment and releases the old one instead.
+	 */
+	__must_check void *(*remap)(void *addr, size_t old_size, size_t new_size, size_t align);
+
+	/*
 	 * Make [addr, addr+size) usable again after decommit(). Sets *is_zero when the range is
 	 * known to read as zero. Returns false on failure. NULL slot: memory is always committed.
 	 */

@@ -23,8 +23,10 @@
  *    per-heap cache bounded by the headroom only). A miss, after which the core maps the
  *    request anew, first evicts the heap's oldest until cached_view + the request fit that
  *    bound;
- *  - a segment is reused only for a request with size <= usable <= 2 * size, where usable is
- *    what the segment offers at the request's alignment (the block is re-placed);
+ *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, where
+ *    usable is what the segment offers at the request's alignment (the block is re-placed);
+ *    when none is, the core resizes one where it can (segment_resize_large: its pages move,
+ *    a shrink gives the rest back), which leaves the cache like a hit (resize_one);
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
  *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
  *    clock is read only while bytes > headroom, so the common case costs no clock call;
@@ -67,7 +69,7 @@ uint64_t (*large_cache_clock)(void);
 
 static atomic_bool closed;
 static atomic_size_t cached_total; /* bytes in every heap's cache (not in inboxes) */
-static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs; /* exited heaps */
+static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done_resizes; /* exited */
 
 #define LC_INBOX_CLOSED ((struct segment *)1)
 
@@ -243,6 +245,33 @@ static size_t cache_cap(void)
 	return live > large_cache_opt.headroom ? live : (size_t)large_cache_opt.headroom;
 }
 
+/*
+ * No cached segment fits `size` as it is: resize the one closest above it (a shrink gives the
+ * least back), else the largest below (a growth faults in the least), keeping its pages
+ * (segment_resize_large). NULL where the core cannot resize; the segment then stays cached.
+ */
+static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_t align)
+{
+	struct segment *above = NULL, *below = NULL, *s, *r;
+
+	for (s = c->head; s; s = s->next) {
+		if (s->size >= size) {
+			if (!above || s->size < above->size)
+				above = s;
+		} else if (!below || s->size > below->size) {
+			below = s;
+		}
+	}
+	s = above ? above : below;
+	if (!s)
+		return NULL;
+	unlink_seg(c, s);
+	r = segment_resize_large(s, size, align);
+	if (!r)
+		append(c, s); /* back, as the newest: it was kept for a request and may be wanted */
+	return r;
+}
+
 struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
@@ -267,6 +296,14 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 		*zero = false;
 		c->hits++;
 		return s;
+	}
+	/* none fits as it is: move one's pages into a segment of the right size (on Linux) */
+	struct segment *resized = resize_one(c, size, align);
+
+	if (resized) {
+		*zero = false;
+		c->resizes++;
+		return resized;
 	}
 	c->misses++;
 	/* The core maps `size` bytes now: the cache gives way first, so a program that frees a
@@ -316,7 +353,8 @@ void large_cache_heap_exit(struct heap *h)
 	atomic_fetch_add_explicit(&done_misses, c->misses, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_evictions, c->evictions, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_handoffs, c->handoffs, memory_order_relaxed);
-	c->hits = c->misses = c->evictions = c->handoffs = 0;
+	atomic_fetch_add_explicit(&done_resizes, c->resizes, memory_order_relaxed);
+	c->hits = c->misses = c->evictions = c->handoffs = c->resizes = 0;
 	c->decay_ms = 0;
 }
 
@@ -350,7 +388,7 @@ __attribute__((destructor)) static void large_cache_exit(void)
 }
 
 struct lc_sum {
-	unsigned long long hits, misses, evictions, handoffs, bytes, count;
+	unsigned long long hits, misses, evictions, handoffs, resizes, bytes, count;
 };
 
 static void add_heap(struct heap *h, void *arg)
@@ -362,6 +400,7 @@ static void add_heap(struct heap *h, void *arg)
 	sum->misses += c->misses;
 	sum->evictions += c->evictions;
 	sum->handoffs += c->handoffs;
+	sum->resizes += c->resizes;
 	sum->bytes += c->bytes;
 	sum->count += c->count;
 }
@@ -370,11 +409,11 @@ void large_cache_print_stats(void)
 {
 	struct lc_sum sum = {
 		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions),
-		atomic_load(&done_handoffs), 0, 0,
+		atomic_load(&done_handoffs), atomic_load(&done_resizes), 0, 0,
 	};
 
 	heap_visit_all(add_heap, &sum);
-	sefer_message("large_cache: hits %llu, misses %llu, evictions %llu, handed back %llu, "
-		      "cached %llu KiB in %llu", sum.hits, sum.misses, sum.evictions, sum.handoffs,
-		      sum.bytes >> 10, sum.count);
+	sefer_message("large_cache: hits %llu, resized %llu, misses %llu, evictions %llu, handed "
+		      "back %llu, cached %llu KiB in %llu", sum.hits, sum.resizes, sum.misses,
+		      sum.evictions, sum.handoffs, sum.bytes >> 10, sum.count);
 }

@@ -20,6 +20,7 @@ struct large_cache_heap {
 	size_t count;
 	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
 	uint64_t hits, misses, evictions, handoffs;
+	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
 };
 
 /*
