@@ -186,6 +186,36 @@ static always_inline struct page *page_held_here(const void *p)
 	return block_freed_reason(p) ? NULL : pg;
 }
 
+/*
+ * realloc growing a large block: its segment resized by the OS moving its pages
+ * (segment_resize_large), so no byte is copied and none faulted in again (glibc grows its
+ * mmapped chunks with mremap too). NULL where that cannot be done: no remap op or guard pages,
+ * an aligned block, a block on a first-class heap's list (which holds its address); the caller
+ * then copies. The bytes the program had stay defined to memcheck, the rest is undefined.
+ */
+static void *large_grow(struct segment *seg, void *p, size_t size)
+{
+	size_t usable = seg->large_size, kept = annotate_live_bytes(p, usable);
+	struct segment *moved;
+
+	if (p != (uint8_t *)seg + large_block_offset(0) || heaps_large_tracked(seg))
+		return NULL;
+	annotate_block_free(p, usable);
+	moved = segment_resize_large(seg, size, 0);
+	if (!moved) {
+		/* unchanged: the block is the program's again, as it was */
+		annotate_block_alloc(p, usable);
+		annotate_block_zeroed(p, kept);
+		annotate_block_trim(p, kept, usable);
+		return NULL;
+	}
+	p = moved->large_block;
+	annotate_block_alloc(p, moved->large_size);
+	annotate_block_zeroed(p, kept);
+	annotate_block_trim(p, size, moved->large_size);
+	return p;
+}
+
 /* realloc from heap; with any_heap a block of another heap may stay where it is. */
 static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, bool any_heap)
 {
@@ -218,6 +248,13 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 			return NULL;
 		}
 		avail = usable_size_in(seg, p);
+		/* a large block grows where it is, its pages moved rather than copied */
+		if (size > avail && any_heap && !slot_has_page(seg, p)) {
+			void *q = large_grow(seg, p, size);
+
+			if (q)
+				return q;
+		}
 	}
 
 	/* In place when it fits and would not waste more than half the block. */

@@ -53,6 +53,12 @@ static inline void heaps_large_track(struct heap *heap, struct segment *seg)
 		seg->large_tracked = LARGE_UNTRACKED;
 }
 
+/* Is seg's live block on a first-class heap's list (which holds its address)? */
+static inline bool heaps_large_tracked(const struct segment *seg)
+{
+	return seg->large_tracked != LARGE_UNTRACKED;
+}
+
 /*
  * large_free, after the block was marked free: take seg off its heap's list. False when a
  * visit of the heap runs: the visitor finishes the free when it is done (heaps.c).
@@ -112,6 +118,12 @@ static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 static inline void heaps_large_track(struct heap *heap, struct segment *seg)
 {
 	(void)heap, (void)seg;
+}
+
+static inline bool heaps_large_tracked(const struct segment *seg)
+{
+	(void)seg;
+	return false;
 }
 
 static inline bool heaps_large_untrack(struct segment *seg)

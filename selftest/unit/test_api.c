@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/segment.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 START_TEST(no_overlap_and_alignment)
@@ -84,6 +86,32 @@ START_TEST(realloc_keeps_contents)
 	p = sefer_realloc(NULL, 10);
 	ck_assert_ptr_nonnull(p);
 	sefer_free(p);
+}
+END_TEST
+
+/*
+ * realloc grows a large block in place where the backend can move pages (the remap op; not with
+ * guard pages): the contents stay and no second segment is mapped meanwhile (a copy would map
+ * the new block before the old one is freed).
+ */
+START_TEST(realloc_large_moves_pages)
+{
+	uint8_t *p = sefer_malloc((size_t)8 << 20);
+	size_t before = atomic_load(&sefer_large_mapped), grown, bad = 0;
+
+	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
+		p[i] = (uint8_t)((i >> 12) | 1);
+	p = sefer_realloc(p, (size_t)32 << 20);
+	grown = atomic_load(&sefer_large_mapped) - before;
+	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
+		bad += p[i] != (uint8_t)((i >> 12) | 1);
+	memset(p + ((size_t)8 << 20), 7, (size_t)24 << 20);
+	ck_assert_uint_eq(bad, 0);
+	/* the segment grew by what the block grew (24 MiB here); a copy maps all 32 MiB anew */
+	ck_assert_uint_lt(grown, (size_t)32 << 20);
+	ck_assert_uint_ge(sefer_usable_size(p), (size_t)32 << 20);
+	sefer_free(p);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
 
@@ -289,6 +317,8 @@ Suite *api_suite(void)
 	tcase_add_test(tc, no_overlap_and_alignment);
 	tcase_add_test(tc, malloc_zero_is_unique);
 	tcase_add_test(tc, realloc_keeps_contents);
+	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
+		tcase_add_test(tc, realloc_large_moves_pages);
 	tcase_add_test(tc, calloc_zeroes);
 	tcase_add_test(tc, overflow_checks);
 	tcase_add_test(tc, aligned_allocation);
