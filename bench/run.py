@@ -175,6 +175,7 @@ BUDGET = {
     "bulk": (4000000, 30000000, 0),
     "steady": (8000000, 40000000, 30000000),
     "vecgrow": (100000, 500000, 0),
+    "vecgrow-4M": (20, 100, 0),
     "larson": (4000000, 30000000, 3000000),
     "mstress": (4000, 30000, 0),
     "prodcons": (500000, 2500000, 0),
@@ -194,7 +195,7 @@ LARGE_BENCHES = ("large", "largewin")
 
 
 def is_large(bench, param):
-    return bench in LARGE_BENCHES or param.endswith("-1M")
+    return bench in LARGE_BENCHES or param.endswith("-1M") or param == "1..4M"  # vecgrow to 32 MiB
 MAX_SECS = ("0.2", "1.5", "0.6")
 QUICK, FULL, HEADLINE = 0, 1, 2
 
@@ -224,6 +225,7 @@ def micro_configs(bindir, threads, mode, pin_all, only):
             key if key in BUDGET else None)
     add("steady", "256live", [], threads)
     add("vecgrow", "1..512", [], threads)
+    add("vecgrow", "1..4M", ["--size", "4194304"], threads, "vecgrow-4M")
     add("larson", "768slots", [], threads)
     add("mstress", "512mixed", [], threads)
     add("prodcons", "1toN", [], [t for t in threads if t >= 2])

@@ -8,14 +8,17 @@
  * the copies realloc makes when it cannot grow in place are part of the
  * cost, as they are in real programs.
  *
- *   vecgrow --ops 1M --threads 2 [--pin]
+ *   vecgrow --ops 1M --threads 2 [--pin] [--size ELEMENTS]
  *
  * --ops is the number of vectors built per thread; reported ops count the
- * 10 reallocs and the free of each vector (11 per vector).
+ * reallocs and the free of each vector (11 per vector at 512 elements).
+ * --size sets the final element count (a power of two, default 512): with
+ * 4M elements the vector ends at 32 MiB and its last reallocs are of large
+ * blocks, which an allocator copies or moves by remapping their pages.
  */
 #include "common.h"
 
-#define MAX_ELEMS 512
+#define MAX_ELEMS 512 /* default final size */
 
 static volatile int64_t sink;
 
@@ -23,6 +26,7 @@ static void worker(struct worker *w)
 {
 	uint64_t vectors = w->o->ops;
 	uint64_t calls = 0;
+	size_t elems = w->o->size;
 	int64_t sum = 0;
 
 	for (uint64_t v = 0; v < vectors; v++) {
@@ -31,7 +35,7 @@ static void worker(struct worker *w)
 		int64_t *vec = NULL;
 		size_t cap = 0;
 
-		for (size_t n = 0; n < MAX_ELEMS; n++) {
+		for (size_t n = 0; n < elems; n++) {
 			if (n == cap) {
 				int64_t *nv;
 
@@ -46,7 +50,7 @@ static void worker(struct worker *w)
 			}
 			vec[n] = (int64_t)(n ^ v);
 		}
-		sum += vec[MAX_ELEMS - 1] + vec[v % MAX_ELEMS];
+		sum += vec[elems - 1] + vec[v % elems];
 		free(vec);
 		calls++;
 	}
@@ -58,12 +62,20 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o = {
 		.name = "vecgrow", .threads = 1, .ops = 1 << 18, .seed = 42,
+		.size = MAX_ELEMS,
 	};
 	uint64_t ops;
 	double secs;
+	char param[32];
 
-	bench_parse(&o, argc, argv, NULL);
+	bench_parse(&o, argc, argv, " [--size ELEMENTS]");
+	if (!o.size || (o.size & (o.size - 1)))
+		bench_usage(&o, " [--size ELEMENTS, a power of two]");
 	secs = bench_run_threads(&o, worker, NULL, &ops);
-	bench_report(&o, "1..512", ops, secs);
+	if (o.size >= 1 << 20)
+		snprintf(param, sizeof(param), "1..%zuM", o.size >> 20);
+	else
+		snprintf(param, sizeof(param), "1..%zu", o.size);
+	bench_report(&o, param, ops, secs);
 	return 0;
 }
