@@ -187,13 +187,15 @@ static always_inline struct page *page_held_here(const void *p)
 }
 
 /*
- * realloc growing a large block: its segment resized by the OS moving its pages
- * (segment_resize_large), so no byte is copied and none faulted in again (glibc grows its
- * mmapped chunks with mremap too). NULL where that cannot be done: no remap op or guard pages,
- * an aligned block, a block on a first-class heap's list (which holds its address); the caller
- * then copies. The bytes the program had stay defined to memcheck, the rest is undefined.
+ * realloc of a large block to a size that needs another segment size (larger, or large and
+ * less than half): its segment resized by the OS moving its pages (segment_resize_large), so
+ * no byte is copied and none faulted in again, and a shrink gives the tail back (glibc
+ * resizes its mmapped chunks with mremap too). NULL where that cannot be done: no remap op or
+ * guard pages, an aligned block, a block on a first-class heap's list (which holds its
+ * address); the caller then copies. The bytes the program had and keeps stay defined to
+ * memcheck, the rest is undefined.
  */
-static void *large_grow(struct segment *seg, void *p, size_t size)
+static void *large_resize(struct segment *seg, void *p, size_t size)
 {
 	size_t usable = seg->large_size, kept = annotate_live_bytes(p, usable);
 	struct segment *moved;
@@ -211,7 +213,7 @@ static void *large_grow(struct segment *seg, void *p, size_t size)
 	}
 	p = moved->large_block;
 	annotate_block_alloc(p, moved->large_size);
-	annotate_block_zeroed(p, kept);
+	annotate_block_zeroed(p, kept < size ? kept : size);
 	annotate_block_trim(p, size, moved->large_size);
 	return p;
 }
@@ -248,9 +250,11 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 			return NULL;
 		}
 		avail = usable_size_in(seg, p);
-		/* a large block grows where it is, its pages moved rather than copied */
-		if (size > avail && any_heap && !slot_has_page(seg, p)) {
-			void *q = large_grow(seg, p, size);
+		/* a large block that grows, or shrinks by half and stays large, is resized where
+		 * it is: its pages move rather than being copied */
+		if (any_heap && !slot_has_page(seg, p) &&
+		    (size > avail || (size < avail / 2 && size > SMALL_MAX))) {
+			void *q = large_resize(seg, p, size);
 
 			if (q)
 				return q;

@@ -90,9 +90,10 @@ START_TEST(realloc_keeps_contents)
 END_TEST
 
 /*
- * realloc grows a large block in place where the backend can move pages (the remap op; not with
- * guard pages): the contents stay and no second segment is mapped meanwhile (a copy would map
- * the new block before the old one is freed).
+ * realloc resizes a large block in place where the backend can move pages (the remap op; not
+ * with guard pages): growing, the contents stay and no second segment is mapped meanwhile (a
+ * copy would map the new block before the old one is freed); shrinking by more than half to a
+ * size that stays large, the block stays where it is and the tail goes back to the OS.
  */
 START_TEST(realloc_large_moves_pages)
 {
@@ -110,7 +111,20 @@ START_TEST(realloc_large_moves_pages)
 	/* the segment grew by what the block grew (24 MiB here); a copy maps all 32 MiB anew */
 	ck_assert_uint_lt(grown, (size_t)32 << 20);
 	ck_assert_uint_ge(sefer_usable_size(p), (size_t)32 << 20);
-	sefer_free(p);
+
+	uint8_t *q;
+	size_t mapped_32 = atomic_load(&sefer_large_mapped), mapped_1;
+
+	q = sefer_realloc(p, (size_t)1 << 20);
+	mapped_1 = atomic_load(&sefer_large_mapped);
+	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
+		bad += q[i] != (uint8_t)((i >> 12) | 1);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_le(mapped_1 + ((size_t)30 << 20), mapped_32);
+	ck_assert_uint_ge(sefer_usable_size(q), (size_t)1 << 20);
+	ck_assert_uint_lt(sefer_usable_size(q), (size_t)2 << 20);
+	sefer_free(q);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
