@@ -180,7 +180,7 @@ BUDGET = {
     "mstress": (4000, 30000, 0),
     "prodcons": (500000, 2500000, 0),
     "prodcons-1M": (20000, 100000, 0),
-    "large": (20000, 100000, 0),
+    "large": (1000000, 5000000, 0),  # 20,000 ran 1-4 ms at sefer's rate: thread start dominated
     "larson-rounds": (600, 2000, 0),
     "randpos": (1000000, 4000000, 0),
     "threadgen": (8000, 40000, 0),
