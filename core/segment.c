@@ -375,13 +375,15 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 }
 
 /*
- * seg, a large segment no thread holds a block of (a policy's cached one), resized for a request
- * of `size` bytes at `align` (up to SEGMENT_SIZE / 2) by the OS moving its pages
- * (sefer_os.remap), with its block placed: the pages it had are not faulted in again, and a
- * shrink gives the rest back. A program that replaces a buffer by one of another size so
- * reuses the memory it freed instead of faulting in a new segment's. seg is unpublished while
- * it moves (a stale pointer to it finds no segment); NULL when the backend has no remap, with
- * guard pages, or when the OS refused: seg is then unchanged and published.
+ * seg, a large segment whose block nobody else may touch meanwhile (a policy's cached one, or
+ * the block the calling thread is reallocating), resized for a request of `size` bytes at
+ * `align` (up to SEGMENT_SIZE / 2) by the OS moving its pages (sefer_os.remap), with its block
+ * placed: the pages it had are not faulted in again, and a shrink gives the rest back. A
+ * program that replaces a buffer by one of another size so reuses the memory it freed, and
+ * realloc copies nothing. The header moves with the pages (large_live, large_heap and the
+ * rest stay); seg is unpublished while it moves (a stale pointer to it finds no segment).
+ * NULL when the backend has no remap, with guard pages, or when the OS refused: seg is then
+ * unchanged and published again. The caller annotates the block (core/annotate.h).
  */
 struct segment *segment_resize_large(struct segment *seg, size_t size, size_t align)
 {
