@@ -145,6 +145,24 @@ static void segment_publish(struct segment *seg)
 	segtab_insert(seg);
 }
 
+/* Undo segment_publish() before seg is unmapped or moved. */
+static void segment_unpublish(struct segment *seg)
+{
+	segtab_remove(seg);
+	sync_registry_del(&seg->reg);
+	/* Walkers (stats, checks) may still be reading the header: wait them out. */
+	sync_synchronize();
+}
+
+/*
+ * Everything of large segment seg past its header is not the program's until large_alloc()
+ * hands out the block (nor is what a later placement leaves between header and block).
+ */
+static void annotate_large_unplaced(const struct segment *seg)
+{
+	annotate_noaccess(seg->pages, seg->size - __builtin_offsetof(struct segment, pages));
+}
+
 /* ---- spare segments (empty, of exited heaps) ---- */
 static struct spinlock spare_lock = SPINLOCK_INIT;
 static struct segment *spare;
@@ -365,9 +383,7 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 		return NULL;
 	}
 	seg->large_zero = true;
-	/* the block (and whatever a later placement leaves between it and the header) is not
-	 * the program's until large_alloc() hands it out */
-	annotate_noaccess(seg->pages, total - __builtin_offsetof(struct segment, pages));
+	annotate_large_unplaced(seg);
 	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
 	segment_publish(seg);
 	atomic_fetch_add_explicit(&sefer_large_mapped, total, memory_order_relaxed);
@@ -394,13 +410,11 @@ struct segment *segment_resize_large(struct segment *seg, size_t size, size_t al
 	if (!sefer_os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
 	    total < size || align > SEGMENT_SIZE / 2)
 		return NULL;
-	segtab_remove(seg);
-	sync_registry_del(&seg->reg);
-	sync_synchronize(); /* walkers (stats, checks) may still be reading the header */
+	segment_unpublish(seg);
 	annotate_unmap(seg, old);
 	moved = sefer_os.remap(seg, old, total, SEGMENT_SIZE);
 	if (!moved) {
-		annotate_noaccess(seg->pages, old - __builtin_offsetof(struct segment, pages));
+		annotate_large_unplaced(seg);
 		segment_publish(seg);
 		return NULL;
 	}
@@ -409,7 +423,7 @@ struct segment *segment_resize_large(struct segment *seg, size_t size, size_t al
 	moved->cookie = (uintptr_t)moved ^ sefer_list_key;
 	moved->next = moved->prev = NULL;
 	large_place(moved, off, size); /* cannot fail without guard pages */
-	annotate_noaccess(moved->pages, total - __builtin_offsetof(struct segment, pages));
+	annotate_large_unplaced(moved);
 	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
 		 (long long)total - (long long)old);
 	if (total > old)
@@ -425,10 +439,7 @@ struct segment *segment_resize_large(struct segment *seg, size_t size, size_t al
 
 void segment_release(struct segment *seg)
 {
-	segtab_remove(seg);
-	sync_registry_del(&seg->reg);
-	/* Walkers (stats, checks) may still be reading the header: wait them out. */
-	sync_synchronize();
+	segment_unpublish(seg);
 	stat_add(&sefer_gstats.segments, NULL, -1);
 	stat_add(&sefer_gstats.committed, NULL,
 		 -(long long)(seg->size - (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));

@@ -98,7 +98,7 @@ size_t large_cache_published(void)
 /* The bytes of every heap's cache as far as c's heap knows: the published ones and its own tail. */
 static size_t cached_view(const struct large_cache_heap *c)
 {
-	return atomic_load_explicit(&cached_total, memory_order_relaxed) + c->unpublished;
+	return large_cache_published() + c->unpublished;
 }
 
 static void unlink_seg(struct large_cache_heap *c, struct segment *s)
