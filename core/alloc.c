@@ -190,20 +190,24 @@ static always_inline struct page *page_held_here(const void *p)
  * realloc of a large block to a size that needs another segment size (larger, or large and
  * less than half): its segment resized by the OS moving its pages (segment_resize_large), so
  * no byte is copied and none faulted in again, and a shrink gives the tail back (glibc
- * resizes its mmapped chunks with mremap too). NULL where that cannot be done: no remap op or
- * guard pages, an aligned block, a block on a first-class heap's list (which holds its
- * address); the caller then copies. The bytes the program had and keeps stay defined to
- * memcheck, the rest is undefined.
+ * resizes its mmapped chunks with mremap too). A first-class heap's block leaves the heap's
+ * list, which holds its address, while it moves (heaps_large_detach). NULL where that cannot
+ * be done: no remap op or guard pages, an aligned block, the block of a first-class heap that
+ * is another thread's or is being visited; the caller then copies. The bytes the program had
+ * and keeps stay defined to memcheck, the rest is undefined.
  */
 static void *large_resize(struct segment *seg, void *p, size_t size)
 {
 	size_t usable = seg->large_size, kept = annotate_live_bytes(p, usable);
+	struct heap *tracker = heaps_large_tracked(seg) ? seg->large_heap : NULL;
 	struct segment *moved;
 
-	if (p != (uint8_t *)seg + large_block_offset(0) || heaps_large_tracked(seg))
+	if (p != (uint8_t *)seg + large_block_offset(0) || (tracker && !heaps_large_detach(seg)))
 		return NULL;
 	annotate_block_free(p, usable);
 	moved = segment_resize_large(seg, size, 0);
+	if (tracker) /* seg is gone when it moved */
+		heaps_large_add(tracker, moved ? moved : seg);
 	if (!moved) {
 		/* unchanged: the block is the program's again, as it was */
 		annotate_block_alloc(p, usable);
@@ -252,8 +256,8 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 		avail = usable_size_in(seg, p);
 		/* a large block that grows, or shrinks by half and stays large, is resized where
 		 * it is: its pages move rather than being copied */
-		if (any_heap && !slot_has_page(seg, p) &&
-		    (size > avail || (size < avail / 2 && size > SMALL_MAX))) {
+		if (!slot_has_page(seg, p) && (size > avail || (size < avail / 2 && size > SMALL_MAX)) &&
+		    (any_heap || block_of_heap(heap, p))) {
 			void *q = large_resize(seg, p, size);
 
 			if (q)

@@ -189,6 +189,27 @@ bool heaps_large_remove(struct segment *seg)
 	return release;
 }
 
+/*
+ * realloc is about to move seg's pages (alloc.c, large_resize): take seg off its heap's list,
+ * where its address is, and heaps_large_add() puts it back at the new one. False, and seg
+ * stays, unless the heap is one of the calling thread's and is not being visited: no destroy
+ * or visit can then walk the list while seg is off it.
+ */
+bool heaps_large_detach(struct segment *seg)
+{
+	struct heap *heap = seg->large_heap;
+	bool detached;
+
+	if (!heap_is_mine(heap, heap_get()))
+		return false;
+	spin_lock(&heap->fc.large_lock);
+	detached = seg->large_tracked == LARGE_TRACKED && !heap->fc.large_visiting;
+	if (detached)
+		large_unlink(heap, seg);
+	spin_unlock(&heap->fc.large_lock);
+	return detached;
+}
+
 /* Destroy: every live large block goes back to the OS (no cache keeps a dying heap's). */
 static void destroy_large(struct heap *heap)
 {

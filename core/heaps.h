@@ -19,6 +19,7 @@ enum large_track {
 void heaps_orphan_children(struct heap *home) SEFER_INTERNAL;
 void heaps_large_add(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool heaps_large_remove(struct segment *seg) SEFER_INTERNAL;
+bool heaps_large_detach(struct segment *seg) SEFER_INTERNAL;
 
 /* A heap struct made ready for reuse (heap_reset): not first-class, no owner, no children. */
 static inline void heaps_reset(struct heap *heap)
@@ -116,6 +117,17 @@ static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 }
 
 static inline void heaps_large_track(struct heap *heap, struct segment *seg)
+{
+	(void)heap, (void)seg;
+}
+
+static inline bool heaps_large_detach(struct segment *seg)
+{
+	(void)seg;
+	return false;
+}
+
+static inline void heaps_large_add(struct heap *heap, struct segment *seg)
 {
 	(void)heap, (void)seg;
 }

@@ -17,6 +17,8 @@
 
 #include "core/config.h"
 #include "core/options.h"
+#include "core/segment.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 #if IS_ENABLED(CONFIG_HEAPS)
@@ -218,6 +220,64 @@ START_TEST(realloc_within_and_across)
 	expect_visit(b, (void **)&p, 1);
 	sefer_heap_destroy(a);
 	sefer_heap_destroy(b);
+}
+END_TEST
+
+/* In a visit: plain realloc of the heap's large block copies it into the default heap. */
+static bool realloc_large(void *block, size_t usable, void *arg)
+{
+	void **out = arg;
+
+	if (usable >= ((size_t)1 << 20))
+		*out = sefer_realloc(block, 2 * usable);
+	return true;
+}
+
+START_TEST(realloc_large_in_heap_moves_pages)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	size_t base = atomic_load(&sefer_large_mapped), grown, bad = 0;
+	uint8_t *other = sefer_heap_malloc(h, LARGE), *p = sefer_heap_malloc(h, (size_t)8 << 20);
+	size_t before = atomic_load(&sefer_large_mapped);
+
+	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
+		p[i] = (uint8_t)((i >> 12) | 1);
+	p = sefer_heap_realloc(h, p, (size_t)32 << 20);
+	grown = atomic_load(&sefer_large_mapped) - before;
+	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
+		bad += p[i] != (uint8_t)((i >> 12) | 1);
+	ck_assert_uint_eq(bad, 0);
+	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
+		/* the pages moved: 24 MiB more mapped, where a copy maps 32 MiB anew */
+		ck_assert_uint_lt(grown, (size_t)32 << 20);
+	}
+	void *both[2] = { other, p };
+
+	expect_visit(h, both, 2); /* the heap's list has the block at its new address */
+	uint8_t *q = sefer_heap_realloc(h, p, (size_t)1 << 20);
+
+	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
+		bad += q[i] != (uint8_t)((i >> 12) | 1);
+	ck_assert_uint_eq(bad, 0);
+	both[1] = q;
+	expect_visit(h, both, 2);
+
+	/* inside a visit the list is not touched: plain realloc copies into the default heap */
+	void *moved = NULL;
+
+	ck_assert(sefer_heap_visit(h, realloc_large, &moved));
+	ck_assert_ptr_nonnull(moved);
+	ck_assert_ptr_ne(moved, q);
+	bad = 0;
+	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
+		bad += ((uint8_t *)moved)[i] != (uint8_t)((i >> 12) | 1);
+	ck_assert_uint_eq(bad, 0);
+	expect_visit(h, (void **)&other, 1);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_heap_destroy(h);
+	/* destroy gave back what the heap held: only the copy in the default heap is left */
+	ck_assert_uint_le(atomic_load(&sefer_large_mapped), base + ((size_t)3 << 20));
+	sefer_free(moved);
 }
 END_TEST
 
@@ -804,6 +864,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, owner_frees_are_local);
 	tcase_add_test(tc, calloc_zeroes);
 	tcase_add_test(tc, realloc_within_and_across);
+	tcase_add_test(tc, realloc_large_in_heap_moves_pages);
 	tcase_add_test(tc, aligned_alloc_alignments);
 	tcase_add_test(tc, visit_sees_live_set);
 	tcase_add_test(tc, visit_fn_may_free);

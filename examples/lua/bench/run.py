@@ -38,6 +38,7 @@ WORKLOADS = [  # name, script, argument
     ("binary_trees", "binary_trees.lua", "16"),
     ("strings", "strings.lua", "3000"),
     ("table_churn", "table_churn.lua", "1500000"),
+    ("growth", "growth.lua", "4000000"),
 ]
 TEARDOWN_N = "1000000"
 ALLOCS = ["sefer", "glibc", "mimalloc"]
