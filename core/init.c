@@ -67,9 +67,12 @@ void process_init(void)
 	if (!atomic_compare_exchange_strong_explicit(&init_state, &expect, 1, memory_order_acquire,
 						     memory_order_acquire)) {
 		/* acquire (CAS failure and this loop): same pairing as above. The CAS's success
-		 * order needs nothing (there is nothing to see yet); acquire is harmless. */
+		 * order needs nothing (there is nothing to see yet); acquire is harmless. The
+		 * initialising thread may be waiting for this CPU: wait_step() yields. */
+		unsigned pauses = 0;
+
 		while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
-			cpu_relax();
+			wait_step(&pauses);
 		return;
 	}
 	in_init = true;

@@ -33,20 +33,28 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Until l looks free: spin, then let another thread run (SEFER_SHOW_STATS counts the yields). */
+/*
+ * One step of a wait for another thread (*pauses starts at 0): the CPU's pause, and every
+ * SPIN_PAUSES steps a yield to another thread (SEFER_SHOW_STATS counts them).
+ */
+static inline void wait_step(unsigned *pauses)
+{
+	if (++*pauses < SPIN_PAUSES || !sefer_os.yield) {
+		cpu_relax();
+		return;
+	}
+	*pauses = 0;
+	stat_add(&sefer_gstats.lock_yields, NULL, 1);
+	sefer_os.yield();
+}
+
+/* Until l looks free. */
 static inline void spin_wait(struct spinlock *l)
 {
 	unsigned pauses = 0;
 
-	while (atomic_load_explicit(&l->v, memory_order_relaxed)) {
-		if (++pauses < SPIN_PAUSES || !sefer_os.yield) {
-			cpu_relax();
-			continue;
-		}
-		pauses = 0;
-		stat_add(&sefer_gstats.lock_yields, NULL, 1);
-		sefer_os.yield();
-	}
+	while (atomic_load_explicit(&l->v, memory_order_relaxed))
+		wait_step(&pauses);
 }
 
 /*
