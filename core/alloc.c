@@ -66,6 +66,28 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 	return malloc_slow(size, heap, zero);
 }
 
+/*
+ * seg, placed for a request of size bytes, becomes heap's live block: zeroed when zero and it
+ * does not read as zero already (is_zero).
+ */
+static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size, bool zero,
+			    bool is_zero)
+{
+	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
+	seg->large_heap = heap;
+	seg->large_zero = false;
+	seg->large_req = size;
+	heaps_large_track(heap, seg);
+	heap_stat_inc(heap, large_allocs);
+	heap_stat_call(heap, mallocs);
+	annotate_block_alloc(seg->large_block, seg->large_size);
+	if (zero && !is_zero)
+		memset(seg->large_block, 0, size);
+	annotate_block_zeroed(seg->large_block, zero ? size : 0);
+	annotate_block_trim(seg->large_block, size, seg->large_size);
+	return seg->large_block;
+}
+
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 {
 	struct segment *seg;
@@ -85,18 +107,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 		}
 		is_zero = seg->large_zero;
 	}
-	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
-	seg->large_heap = heap;
-	seg->large_zero = false;
-	heaps_large_track(heap, seg);
-	heap_stat_inc(heap, large_allocs);
-	heap_stat_call(heap, mallocs);
-	annotate_block_alloc(seg->large_block, seg->large_size);
-	if (zero && !is_zero)
-		memset(seg->large_block, 0, size);
-	annotate_block_zeroed(seg->large_block, zero ? size : 0);
-	annotate_block_trim(seg->large_block, size, seg->large_size);
-	return seg->large_block;
+	return large_hand_out(heap, seg, size, zero, is_zero);
 }
 
 void *heap_calloc(struct heap *heap, size_t n, size_t size)
@@ -215,11 +226,58 @@ static void *large_resize(struct segment *seg, void *p, size_t size)
 		annotate_block_trim(p, kept, usable);
 		return NULL;
 	}
+	moved->large_req = size;
 	p = moved->large_block;
 	annotate_block_alloc(p, moved->large_size);
 	annotate_block_zeroed(p, kept < size ? kept : size);
 	annotate_block_trim(p, size, moved->large_size);
 	return p;
+}
+
+/*
+ * realloc growing a large block past its room by a quarter of it or more: into a segment a
+ * policy kept (large_regrow) that has room for the block to grow further, copying it. Those
+ * pages are in memory already, where a resize faults in every new page, and a fault costs
+ * several times a copy of its bytes: a vector that doubles to 32 MiB again and again copied
+ * this way faults in (a new vector's first few MiB) a fraction of what it would (all 32 MiB).
+ */
+static void *large_regrow(struct heap *heap, struct segment *seg, void *p, size_t size)
+{
+	size_t avail = seg->large_size;
+	struct segment *to;
+	void *q;
+
+	if (heap == &heap_empty || size - avail < avail / 4 || !(to = policy_large_regrow(heap, size)))
+		return NULL;
+	q = large_hand_out(heap, to, size, false, false);
+	memcpy(q, p, annotate_live_bytes(p, avail));
+	sefer_free_inline(p);
+	return q;
+}
+
+/*
+ * realloc of a large block seg holds, by a heap that may keep it (realloc_in): the block, in
+ * place or moved, or NULL when the caller is to copy it.
+ *  - a size it holds that is no less than the last request or than half the block: in place
+ *    (so a block that got room to grow grows into it);
+ *  - growing past it: large_regrow, else large_resize;
+ *  - shrinking by more than half to a size that stays large: large_resize.
+ */
+static void *large_realloc(struct heap *heap, struct segment *seg, void *p, size_t size)
+{
+	size_t avail = seg->large_size;
+	void *q;
+
+	if (size <= avail && (size >= seg->large_req || size >= avail / 2)) {
+		seg->large_req = size;
+		annotate_block_resize(p, size, avail);
+		return p;
+	}
+	if (size > avail && (q = large_regrow(heap, seg, p, size)))
+		return q;
+	if (size > avail || size > SMALL_MAX)
+		return large_resize(seg, p, size);
+	return NULL;
 }
 
 /* realloc from heap; with any_heap a block of another heap may stay where it is. */
@@ -254,11 +312,8 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 			return NULL;
 		}
 		avail = usable_size_in(seg, p);
-		/* a large block that grows, or shrinks by half and stays large, is resized where
-		 * it is: its pages move rather than being copied */
-		if (!slot_has_page(seg, p) && (size > avail || (size < avail / 2 && size > SMALL_MAX)) &&
-		    (any_heap || block_of_heap(heap, p))) {
-			void *q = large_resize(seg, p, size);
+		if (!slot_has_page(seg, p) && (any_heap || block_of_heap(heap, p))) {
+			void *q = large_realloc(heap, seg, p, size);
 
 			if (q)
 				return q;

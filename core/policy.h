@@ -15,7 +15,7 @@
  *
  * Two policies filling the same slot form a chain in policy order; for each slot:
  *   init, heap_exit, collect, print_stats, segment_placed: every policy's hook runs, in order.
- *   small_alloc, large_alloc, segment_node: the first answer wins (non-NULL, a node other than
+ *   small_alloc, large_alloc, large_regrow, segment_node: the first answer wins (non-NULL, a node other than
  *                       SEFER_NO_NODE); the later policies are not asked.
  *   small_free, large_free: the first policy that keeps the block or segment wins; the later
  *                       ones are not offered it.
@@ -42,6 +42,10 @@
  *   large_alloc(h, size, align, &zero) slow path: a cached large segment fitting the request or
  *                       NULL. *zero tells whether its block reads as zero.
  *   large_free(h, s)    slow path, any thread: true if the policy kept the segment.
+ *   large_regrow(h, size) slow path, owner thread: realloc is growing one of its large blocks
+ *                       past its room to size; a kept segment with its block placed for size at
+ *                       the default alignment and room to grow further (more than large_alloc's
+ *                       fit would give), or NULL. The core copies the block into it.
  *   print_stats()       at exit with SEFER_SHOW_STATS; writes through the error stream.
  * HOT slots are inlined into malloc and free: no lock, no atomic read-modify-write, no call
  * that is not itself inlined (selftest/fastpath checks the disassembly). Their bodies need
@@ -69,6 +73,7 @@ struct sefer_policy_ops {
 	void (*segment_placed)(void *addr, size_t size, int node);
 	struct segment *(*large_alloc)(struct heap *h, size_t size, size_t align, bool *zero);
 	bool (*large_free)(struct heap *h, struct segment *s);
+	struct segment *(*large_regrow)(struct heap *h, size_t size);
 	void (*print_stats)(void);
 };
 
@@ -122,6 +127,12 @@ struct policy_heap_remote {
 #define POLICY_LARGE_FREE_STEP(n)                                                                  \
 	if (policy_##n.large_free && policy_##n.large_free(h, s))                                  \
 		return true;
+#define POLICY_LARGE_REGROW_STEP(n)                                                                \
+	if (policy_##n.large_regrow) {                                                             \
+		struct segment *r_##n = policy_##n.large_regrow(h, size);                          \
+		if (r_##n)                                                                         \
+			return r_##n;                                                              \
+	}
 #define POLICY_KEEPS_SMALL(n) || policy_##n.small_free
 
 static always_inline void *policy_small_alloc(struct heap *h, size_t size)
@@ -158,6 +169,12 @@ static inline bool policy_large_free(struct heap *h, struct segment *s)
 {
 	SEFER_POLICIES(POLICY_LARGE_FREE_STEP)
 	return false;
+}
+
+static inline struct segment *policy_large_regrow(struct heap *h, size_t size)
+{
+	SEFER_POLICIES(POLICY_LARGE_REGROW_STEP)
+	return NULL;
 }
 
 /*

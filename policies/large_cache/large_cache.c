@@ -27,6 +27,10 @@
  *    usable is what the segment offers at the request's alignment (the block is re-placed);
  *    when none is, the core resizes one where it can (segment_resize_large: its pages move,
  *    a shrink gives the rest back), which leaves the cache like a hit (resize_one);
+ *  - a realloc growing a block (large_regrow) takes the smallest segment with
+ *    size <= usable <= REGROW_ROOM * size: the block grows into the rest without a fault, and
+ *    at most REGROW_ROOM - 1 parts in REGROW_ROOM of what the cache held stay mapped unused
+ *    while the program does not grow it further;
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
  *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
  *    clock is read only while bytes > headroom, so the common case costs no clock call;
@@ -59,6 +63,8 @@
 #define DECAY_KEEP_16 64849 /* 0.9^(1/10) * 65536: 10% per second in 100 ms steps */
 #define DECAY_MAX_STEPS 600 /* a minute: the excess is gone */
 #define LIVE_SHARE 64	    /* the caches may hold 1/64 of the live large bytes beyond headroom */
+#define REGROW_ROOM 4	    /* large_regrow hands out at most 4 times the request */
+#define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
 
 struct large_cache_options large_cache_opt = {
 	.budget = UINT64_MAX,
@@ -69,7 +75,8 @@ uint64_t (*large_cache_clock)(void);
 
 static atomic_bool closed;
 static atomic_size_t cached_total; /* bytes in every heap's cache (not in inboxes) */
-static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done_resizes; /* exited */
+static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done_resizes,
+	done_regrows; /* exited heaps' counts */
 
 #define LC_INBOX_CLOSED ((struct segment *)1)
 
@@ -246,6 +253,17 @@ static size_t cache_cap(void)
 }
 
 /*
+ * Is s, cached, too big to be cut down to a request of size bytes? Shrinking it would give
+ * back pages a growing block could take without a fault (large_cache_regrow): a vector that
+ * grows to 32 MiB, is freed and starts again at 256 KiB keeps its old segment for its next
+ * doublings rather than the first one cutting it to 256 KiB.
+ */
+static bool spared_for_regrow(const struct segment *s, size_t size)
+{
+	return s->size / SPARE_RATIO > size;
+}
+
+/*
  * No cached segment fits `size` as it is: resize the one closest above it (a shrink gives the
  * least back), else the largest below (a growth faults in the least), keeping its pages
  * (segment_resize_large). NULL where the core cannot resize; the segment then stays cached.
@@ -255,6 +273,8 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	struct segment *above = NULL, *below = NULL, *s, *r;
 
 	for (s = c->head; s; s = s->next) {
+		if (spared_for_regrow(s, size))
+			continue;
 		if (s->size >= size) {
 			if (!above || s->size < above->size)
 				above = s;
@@ -307,10 +327,42 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 	}
 	c->misses++;
 	/* The core maps `size` bytes now: the cache gives way first, so a program that frees a
-	 * buffer and asks for a bigger one peaks at live + the larger of the two, not both. */
-	while (c->count && cached_view(c) + size > cache_cap())
+	 * buffer and asks for a bigger one peaks at live + the larger of the two, not both. The
+	 * newest segment stays if it is spared for a regrow (decay still ages it out). */
+	while (c->count && cached_view(c) + size > cache_cap()) {
+		if (c->count == 1 && spared_for_regrow(c->tail, size))
+			break;
 		evict_oldest(c);
+	}
 	return NULL;
+}
+
+struct segment *large_cache_regrow(struct heap *h, size_t size)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+	size_t off = large_block_offset(0), best_room = 0;
+	struct segment *best = NULL;
+
+	/* with guard pages a block ends where its request does: no room to grow into */
+	if (IS_ENABLED(CONFIG_GUARD_PAGES))
+		return NULL;
+	take_handoffs(h);
+	if (!c->count)
+		return NULL;
+	decay(c);
+	for (struct segment *s = c->tail; s; s = s->prev) {
+		size_t room = large_room(s, off);
+
+		if (room >= size && room / REGROW_ROOM <= size && (!best || room < best_room)) {
+			best = s;
+			best_room = room;
+		}
+	}
+	if (!best || !large_place(best, off, size))
+		return NULL;
+	unlink_seg(c, best);
+	c->regrows++;
+	return best;
 }
 
 bool large_cache_free(struct heap *h, struct segment *s)
@@ -354,7 +406,8 @@ void large_cache_heap_exit(struct heap *h)
 	atomic_fetch_add_explicit(&done_evictions, c->evictions, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_handoffs, c->handoffs, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_resizes, c->resizes, memory_order_relaxed);
-	c->hits = c->misses = c->evictions = c->handoffs = c->resizes = 0;
+	atomic_fetch_add_explicit(&done_regrows, c->regrows, memory_order_relaxed);
+	c->hits = c->misses = c->evictions = c->handoffs = c->resizes = c->regrows = 0;
 	c->decay_ms = 0;
 }
 
@@ -388,7 +441,7 @@ __attribute__((destructor)) static void large_cache_exit(void)
 }
 
 struct lc_sum {
-	unsigned long long hits, misses, evictions, handoffs, resizes, bytes, count;
+	unsigned long long hits, misses, evictions, handoffs, resizes, regrows, bytes, count;
 };
 
 static void add_heap(struct heap *h, void *arg)
@@ -401,6 +454,7 @@ static void add_heap(struct heap *h, void *arg)
 	sum->evictions += c->evictions;
 	sum->handoffs += c->handoffs;
 	sum->resizes += c->resizes;
+	sum->regrows += c->regrows;
 	sum->bytes += c->bytes;
 	sum->count += c->count;
 }
@@ -409,11 +463,13 @@ void large_cache_print_stats(void)
 {
 	struct lc_sum sum = {
 		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions),
-		atomic_load(&done_handoffs), atomic_load(&done_resizes), 0, 0,
+		atomic_load(&done_handoffs), atomic_load(&done_resizes), atomic_load(&done_regrows),
+		0, 0,
 	};
 
 	heap_visit_all(add_heap, &sum);
-	sefer_message("large_cache: hits %llu, resized %llu, misses %llu, evictions %llu, handed "
-		      "back %llu, cached %llu KiB in %llu", sum.hits, sum.resizes, sum.misses,
-		      sum.evictions, sum.handoffs, sum.bytes >> 10, sum.count);
+	sefer_message("large_cache: hits %llu, resized %llu, regrown %llu, misses %llu, evictions "
+		      "%llu, handed back %llu, cached %llu KiB in %llu", sum.hits, sum.resizes,
+		      sum.regrows, sum.misses, sum.evictions, sum.handoffs, sum.bytes >> 10,
+		      sum.count);
 }

@@ -21,6 +21,7 @@ struct large_cache_heap {
 	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
 	uint64_t hits, misses, evictions, handoffs;
 	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
+	uint64_t regrows; /* realloc growths served with room to grow further (large_regrow) */
 };
 
 /*
@@ -51,6 +52,7 @@ void large_cache_collect(struct heap *h, bool force) SEFER_INTERNAL;
 struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
 	SEFER_INTERNAL;
 __must_check bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
+struct segment *large_cache_regrow(struct heap *h, size_t size) SEFER_INTERNAL;
 void large_cache_print_stats(void) SEFER_INTERNAL;
 
 /*
@@ -64,6 +66,7 @@ static const struct sefer_policy_ops policy_large_cache = {
 	.collect = large_cache_collect,
 	.large_alloc = large_cache_alloc,
 	.large_free = large_cache_free,
+	.large_regrow = large_cache_regrow,
 	.print_stats = large_cache_print_stats,
 };
 
