@@ -122,8 +122,8 @@ struct segment {
 	uint8_t *large_block;
 	size_t large_size;     /* usable bytes from large_block */
 	size_t large_req;      /* bytes the program last asked for (malloc, realloc): core/alloc.c */
-	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
+	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	bool large_zero;
 #if IS_ENABLED(CONFIG_HEAPS)
 	uint8_t large_tracked; /* on large_heap's list of live large blocks (core/heaps.c) */
