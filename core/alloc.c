@@ -67,11 +67,11 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 }
 
 /*
- * seg, placed for a request of size bytes, becomes heap's live block: zeroed when zero and it
- * does not read as zero already (is_zero).
+ * seg, placed for a request of size bytes, becomes heap's live block: with zero, its first
+ * `dirty` bytes (those that may not read as zero) are cleared.
  */
 static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size, bool zero,
-			    bool is_zero)
+			    size_t dirty)
 {
 	atomic_store_explicit(&seg->large_live, 1, memory_order_relaxed);
 	seg->large_heap = heap;
@@ -81,8 +81,8 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
 	annotate_block_alloc(seg->large_block, seg->large_size);
-	if (zero && !is_zero)
-		memset(seg->large_block, 0, size);
+	if (zero && dirty)
+		memset(seg->large_block, 0, dirty < size ? dirty : size);
 	annotate_block_zeroed(seg->large_block, zero ? size : 0);
 	annotate_block_trim(seg->large_block, size, seg->large_size);
 	return seg->large_block;
@@ -91,23 +91,23 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 {
 	struct segment *seg;
-	bool is_zero = true;
+	size_t dirty = SIZE_MAX;
 
 	if (size > PTRDIFF_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	/* A cached segment is aligned to SEGMENT_SIZE only: larger alignments map their own. */
-	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &is_zero) : NULL;
+	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &dirty) : NULL;
 	if (!seg) {
 		seg = segment_alloc_large(heap, size, align);
 		if (!seg) {
 			errno = ENOMEM;
 			return NULL;
 		}
-		is_zero = seg->large_zero;
+		dirty = seg->large_zero ? 0 : SIZE_MAX;
 	}
-	return large_hand_out(heap, seg, size, zero, is_zero);
+	return large_hand_out(heap, seg, size, zero, dirty);
 }
 
 void *heap_calloc(struct heap *heap, size_t n, size_t size)
@@ -249,7 +249,7 @@ static void *large_regrow(struct heap *heap, struct segment *seg, void *p, size_
 
 	if (heap == &heap_empty || size - avail < avail / 4 || !(to = policy_large_regrow(heap, size)))
 		return NULL;
-	q = large_hand_out(heap, to, size, false, false);
+	q = large_hand_out(heap, to, size, false, SIZE_MAX);
 	memcpy(q, p, annotate_live_bytes(p, avail));
 	sefer_free_inline(p);
 	return q;

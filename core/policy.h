@@ -39,8 +39,10 @@
  *                       whose segments span_alloc() tries first when refilling.
  *   segment_placed(addr, size, node) slow path: right after reserve, before the memory is
  *                       first touched (bind it to node).
- *   large_alloc(h, size, align, &zero) slow path: a cached large segment fitting the request or
- *                       NULL. *zero tells whether its block reads as zero.
+ *   large_alloc(h, size, align, &dirty) slow path: a cached large segment fitting the request
+ *                       or NULL. *dirty (SIZE_MAX on entry) is how many bytes from the block's
+ *                       start may not read as zero: a policy lowers it where it knows more
+ *                       (calloc clears only those).
  *   large_free(h, s)    slow path, any thread: true if the policy kept the segment.
  *   large_regrow(h, size) slow path, owner thread: realloc is growing one of its large blocks
  *                       past its room to size; a kept segment with its block placed for size at
@@ -71,7 +73,7 @@ struct sefer_policy_ops {
 	bool (*small_free)(struct heap *h, struct page *pg, void *p);
 	int (*segment_node)(struct heap *h);
 	void (*segment_placed)(void *addr, size_t size, int node);
-	struct segment *(*large_alloc)(struct heap *h, size_t size, size_t align, bool *zero);
+	struct segment *(*large_alloc)(struct heap *h, size_t size, size_t align, size_t *dirty);
 	bool (*large_free)(struct heap *h, struct segment *s);
 	struct segment *(*large_regrow)(struct heap *h, size_t size);
 	void (*print_stats)(void);
@@ -120,7 +122,7 @@ struct policy_heap_remote {
 		policy_##n.segment_placed(addr, size, node);
 #define POLICY_LARGE_ALLOC_STEP(n)                                                                 \
 	if (policy_##n.large_alloc) {                                                              \
-		struct segment *s_##n = policy_##n.large_alloc(h, size, align, zero);              \
+		struct segment *s_##n = policy_##n.large_alloc(h, size, align, dirty);             \
 		if (s_##n)                                                                         \
 			return s_##n;                                                              \
 	}
@@ -159,7 +161,7 @@ static inline void policy_segment_placed(void *addr, size_t size, int node)
 }
 
 static inline struct segment *policy_large_alloc(struct heap *h, size_t size, size_t align,
-						 bool *zero)
+						 size_t *dirty)
 {
 	SEFER_POLICIES(POLICY_LARGE_ALLOC_STEP)
 	return NULL;

@@ -267,8 +267,11 @@ static bool spared_for_regrow(const struct segment *s, size_t size)
  * No cached segment fits `size` as it is: resize the one closest above it (a shrink gives the
  * least back), else the largest below (a growth faults in the least), keeping its pages
  * (segment_resize_large). NULL where the core cannot resize; the segment then stays cached.
+ * A growth's new pages are fresh: *dirty is cut to the bytes of the block that were the old
+ * segment's.
  */
-static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_t align)
+static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_t align,
+				  size_t *dirty)
 {
 	struct segment *above = NULL, *below = NULL, *s, *r;
 
@@ -285,14 +288,18 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	s = above ? above : below;
 	if (!s)
 		return NULL;
+	size_t old = s->size;
+
 	unlink_seg(c, s);
 	r = segment_resize_large(s, size, align);
 	if (!r)
 		append(c, s); /* back, as the newest: it was kept for a request and may be wanted */
+	else if (r->size > old)
+		*dirty = old - (size_t)(r->large_block - (uint8_t *)r);
 	return r;
 }
 
-struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
@@ -312,16 +319,14 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, boo
 		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
 		if (!large_place(s, off, size))
 			continue;
-		unlink_seg(c, s);
-		*zero = false;
+		unlink_seg(c, s); /* *dirty stays: the whole block */
 		c->hits++;
 		return s;
 	}
 	/* none fits as it is: move one's pages into a segment of the right size (on Linux) */
-	struct segment *resized = resize_one(c, size, align);
+	struct segment *resized = resize_one(c, size, align, dirty);
 
 	if (resized) {
-		*zero = false;
 		c->resizes++;
 		return resized;
 	}

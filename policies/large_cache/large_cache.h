@@ -49,7 +49,7 @@ void large_cache_read_options(void) SEFER_INTERNAL;
 __must_check bool large_cache_init(void) SEFER_INTERNAL;
 void large_cache_heap_exit(struct heap *h) SEFER_INTERNAL;
 void large_cache_collect(struct heap *h, bool force) SEFER_INTERNAL;
-struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
 	SEFER_INTERNAL;
 __must_check bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
 struct segment *large_cache_regrow(struct heap *h, size_t size) SEFER_INTERNAL;

@@ -241,6 +241,47 @@ START_TEST(lc_regrow)
 }
 END_TEST
 
+#ifdef __linux__
+#include <sys/mman.h>
+
+/* Pages of [p, p + n) in memory (mincore). */
+static size_t resident_pages(const void *p, size_t n)
+{
+	size_t pages = n / 4096, in = 0;
+	unsigned char *vec = malloc(pages);
+
+	ck_assert_int_eq(mincore((void *)p, n, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+
+/*
+ * calloc from a cached segment grown for it clears the bytes the old segment had, not the
+ * fresh pages after them (they read as zero): those stay out of memory.
+ */
+START_TEST(lc_calloc_resized)
+{
+	setup();
+	uint8_t *p = sefer_malloc(8 * MiB), *q;
+	size_t nonzero = 0;
+
+	memset(p, 0xa5, 8 * MiB);
+	sefer_free(p);
+	q = sefer_calloc(16, MiB); /* grows the cached 8 MiB segment */
+	ck_assert_uint_eq(cache()->resizes, 1);
+	/* the fresh half first: reading it would map the zero page */
+	ck_assert_uint_eq(resident_pages((void *)(((uintptr_t)q + 9 * MiB) & ~(uintptr_t)4095),
+				       6 * MiB), 0);
+	for (size_t i = 0; i < 16 * MiB; i++)
+		nonzero += q[i] != 0;
+	ck_assert_uint_eq(nonzero, 0);
+	sefer_free(q);
+}
+END_TEST
+#endif
+
 START_TEST(lc_miss)
 {
 	setup();
@@ -705,6 +746,10 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_publication);
 	if (RESIZES)
 		tcase_add_test(tc, lc_resize);
+#ifdef __linux__
+	if (RESIZES)
+		tcase_add_test(tc, lc_calloc_resized);
+#endif
 	tcase_add_test(tc, lc_collect);
 	tcase_add_test(tc, lc_handoff_owner_exited);
 	tcase_add_test(tc, lc_window);

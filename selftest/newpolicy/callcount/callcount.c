@@ -12,7 +12,7 @@ bool callcount_init(void)
 	return true;
 }
 
-struct segment *callcount_large_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+struct segment *callcount_large_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
 {
 	atomic_fetch_add_explicit(&callcount_large_allocs, 1, memory_order_relaxed);
 	h->policy.callcount.large_allocs++;

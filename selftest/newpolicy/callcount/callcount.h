@@ -17,7 +17,7 @@ extern atomic_ulong callcount_large_allocs SEFER_INTERNAL; /* every thread's cal
 extern atomic_int callcount_inits SEFER_INTERNAL;
 
 bool callcount_init(void) SEFER_INTERNAL;
-struct segment *callcount_large_alloc(struct heap *h, size_t size, size_t align, bool *zero)
+struct segment *callcount_large_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
 	SEFER_INTERNAL;
 void callcount_print_stats(void) SEFER_INTERNAL;
 
