@@ -247,7 +247,8 @@ static void *large_regrow(struct heap *heap, struct segment *seg, void *p, size_
 	struct segment *to;
 	void *q;
 
-	if (heap == &heap_empty || size - avail < avail / 4 || !(to = policy_large_regrow(heap, size)))
+	if (heap == &heap_empty || size - avail < avail / 4 ||
+	    !(to = policy_large_regrow(heap, size)))
 		return NULL;
 	q = large_hand_out(heap, to, size, false, SIZE_MAX);
 	memcpy(q, p, annotate_live_bytes(p, avail));
