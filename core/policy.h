@@ -15,8 +15,8 @@
  *
  * Two policies filling the same slot form a chain in policy order; for each slot:
  *   init, heap_exit, collect, print_stats, segment_placed: every policy's hook runs, in order.
- *   small_alloc, large_alloc, large_regrow, segment_node: the first answer wins (non-NULL, a node other than
- *                       SEFER_NO_NODE); the later policies are not asked.
+ *   small_alloc, large_alloc, large_regrow, segment_node: the first answer wins (non-NULL, a
+ *                       node other than SEFER_NO_NODE); the later policies are not asked.
  *   small_free, large_free: the first policy that keeps the block or segment wins; the later
  *                       ones are not offered it.
  * A hot slot filled by two policies puts both bodies inline on the fast path.

@@ -121,7 +121,7 @@ struct segment {
 	/* large segments */
 	uint8_t *large_block;
 	size_t large_size;     /* usable bytes from large_block */
-	size_t large_req;      /* bytes the program last asked for (malloc, realloc): core/alloc.c */
+	size_t large_req;      /* bytes last asked for (malloc, realloc): core/alloc.c */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
 	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	bool large_zero;
