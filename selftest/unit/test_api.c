@@ -98,14 +98,12 @@ END_TEST
 START_TEST(realloc_large_moves_pages)
 {
 	uint8_t *p = sefer_malloc((size_t)8 << 20);
-	size_t before = atomic_load(&sefer_large_mapped), grown, bad = 0;
+	size_t before = atomic_load(&sefer_large_mapped), grown, bad;
 
-	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
-		p[i] = (uint8_t)((i >> 12) | 1);
+	page_pattern_fill(p, 0, (size_t)8 << 20);
 	p = sefer_realloc(p, (size_t)32 << 20);
 	grown = atomic_load(&sefer_large_mapped) - before;
-	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
-		bad += p[i] != (uint8_t)((i >> 12) | 1);
+	bad = page_pattern_bad(p, 0, (size_t)8 << 20);
 	memset(p + ((size_t)8 << 20), 7, (size_t)24 << 20);
 	ck_assert_uint_eq(bad, 0);
 	/* the segment grew by what the block grew (24 MiB here); a copy maps all 32 MiB anew */
@@ -117,8 +115,7 @@ START_TEST(realloc_large_moves_pages)
 
 	q = sefer_realloc(p, (size_t)1 << 20);
 	mapped_1 = atomic_load(&sefer_large_mapped);
-	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
-		bad += q[i] != (uint8_t)((i >> 12) | 1);
+	bad += page_pattern_bad(q, 0, (size_t)1 << 20);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(bad, 0);
 	ck_assert_uint_le(mapped_1 + ((size_t)30 << 20), mapped_32);

@@ -236,17 +236,14 @@ static bool realloc_large(void *block, size_t usable, void *arg)
 START_TEST(realloc_large_in_heap_moves_pages)
 {
 	struct sefer_heap *h = sefer_heap_new();
-	size_t base = atomic_load(&sefer_large_mapped), grown, bad = 0;
+	size_t base = atomic_load(&sefer_large_mapped), grown;
 	uint8_t *other = sefer_heap_malloc(h, LARGE), *p = sefer_heap_malloc(h, (size_t)8 << 20);
 	size_t before = atomic_load(&sefer_large_mapped);
 
-	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
-		p[i] = (uint8_t)((i >> 12) | 1);
+	page_pattern_fill(p, 0, (size_t)8 << 20);
 	p = sefer_heap_realloc(h, p, (size_t)32 << 20);
 	grown = atomic_load(&sefer_large_mapped) - before;
-	for (size_t i = 0; i < ((size_t)8 << 20); i += 4096)
-		bad += p[i] != (uint8_t)((i >> 12) | 1);
-	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(page_pattern_bad(p, 0, (size_t)8 << 20), 0);
 	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
 		/* the pages moved: 24 MiB more mapped, where a copy maps 32 MiB anew */
 		ck_assert_uint_lt(grown, (size_t)32 << 20);
@@ -256,9 +253,7 @@ START_TEST(realloc_large_in_heap_moves_pages)
 	expect_visit(h, both, 2); /* the heap's list has the block at its new address */
 	uint8_t *q = sefer_heap_realloc(h, p, (size_t)1 << 20);
 
-	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
-		bad += q[i] != (uint8_t)((i >> 12) | 1);
-	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(page_pattern_bad(q, 0, (size_t)1 << 20), 0);
 	both[1] = q;
 	expect_visit(h, both, 2);
 
@@ -268,10 +263,7 @@ START_TEST(realloc_large_in_heap_moves_pages)
 	ck_assert(sefer_heap_visit(h, realloc_large, &moved));
 	ck_assert_ptr_nonnull(moved);
 	ck_assert_ptr_ne(moved, q);
-	bad = 0;
-	for (size_t i = 0; i < ((size_t)1 << 20); i += 4096)
-		bad += ((uint8_t *)moved)[i] != (uint8_t)((i >> 12) | 1);
-	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(page_pattern_bad(moved, 0, (size_t)1 << 20), 0);
 	expect_visit(h, (void **)&other, 1);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_heap_destroy(h);

@@ -160,8 +160,7 @@ START_TEST(lc_resize)
 	uint8_t *p = sefer_malloc(8 * MiB), *q, *r;
 	size_t moved_bad = 0, zero_bad = 0, kept_bad = 0, mapped_16, mapped_3;
 
-	for (size_t i = 0; i < 8 * MiB; i += 4096)
-		p[i] = (uint8_t)((i >> 12) | 1);
+	page_pattern_fill(p, 0, 8 * MiB);
 	sefer_free(p);
 	q = sefer_malloc(16 * MiB); /* grows the cached 8 MiB segment */
 	for (size_t i = 0; i < 8 * MiB; i += 4096)
@@ -188,21 +187,6 @@ START_TEST(lc_resize)
 }
 END_TEST
 
-static size_t pattern_bad(const uint8_t *p, size_t from, size_t to)
-{
-	size_t bad = 0;
-
-	for (size_t i = from; i < to; i += 4096)
-		bad += p[i] != (uint8_t)((i >> 12) | 1);
-	return bad;
-}
-
-static void pattern_fill(uint8_t *p, size_t from, size_t to)
-{
-	for (size_t i = from; i < to; i += 4096)
-		p[i] = (uint8_t)((i >> 12) | 1);
-}
-
 /*
  * A block that realloc grows takes a cached segment with room to grow into (large_regrow);
  * a request over 16 times smaller than the cached segment does not cut it down first.
@@ -217,17 +201,17 @@ START_TEST(lc_regrow)
 	p = sefer_malloc(256 << 10);
 	ck_assert_uint_eq(cache()->count, 1); /* spared: neither shrunk nor evicted */
 	ck_assert(cached(old));
-	pattern_fill(p, 0, 256 << 10);
+	page_pattern_fill(p, 0, 256 << 10);
 	for (n = 512 << 10; n <= 4 * MiB; n *= 2) { /* the 32 MiB are over 4 times each */
 		p = sefer_realloc(p, n);
-		pattern_fill(p, n / 2, n);
+		page_pattern_fill(p, n / 2, n);
 	}
 	ck_assert_uint_eq(cache()->regrows, 0);
 	p = sefer_realloc(p, 9 * MiB); /* the segment's room is less than 4 times this */
 	ck_assert_ptr_eq(p, old);      /* copied into the cached segment */
 	ck_assert_uint_eq(cache()->regrows, 1);
-	ck_assert_uint_eq(pattern_bad(p, 0, 4 * MiB), 0);
-	pattern_fill(p, 4 * MiB, 9 * MiB);
+	ck_assert_uint_eq(page_pattern_bad(p, 0, 4 * MiB), 0);
+	page_pattern_fill(p, 4 * MiB, 9 * MiB);
 	/* then it grows into its room: in place, nothing mapped */
 	mapped = atomic_load(&sefer_large_mapped);
 	for (n = 10 * MiB; n <= 30 * MiB; n += 10 * MiB) {
@@ -235,7 +219,7 @@ START_TEST(lc_regrow)
 		ck_assert_ptr_eq(q, p);
 	}
 	ck_assert_uint_eq(atomic_load(&sefer_large_mapped), mapped);
-	ck_assert_uint_eq(pattern_bad(p, 0, 9 * MiB), 0);
+	ck_assert_uint_eq(page_pattern_bad(p, 0, 9 * MiB), 0);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_free(p);
 }

@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sefer.h"
 
@@ -37,6 +38,14 @@ Suite *heaps_suite(void);
 
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);
+
+/*
+ * A byte per 4 KiB page of p's offsets [from, to), derived from the offset: page_pattern_fill
+ * writes it, page_pattern_bad counts the pages where it differs (a block that moved or was
+ * resized must keep it).
+ */
+void page_pattern_fill(uint8_t *p, size_t from, size_t to);
+size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to);
 
 /*
  * Run this test binary again as a child with `mode` as its argument and env assignments
