@@ -246,7 +246,7 @@ static void take_handoffs(struct heap *h)
 static size_t cache_cap(void)
 {
 	size_t mapped = atomic_load_explicit(&sefer_large_mapped, memory_order_relaxed);
-	size_t cached = atomic_load_explicit(&cached_total, memory_order_relaxed);
+	size_t cached = large_cache_published();
 	size_t live = (mapped > cached ? mapped - cached : 0) / LIVE_SHARE;
 
 	return live > large_cache_opt.headroom ? live : (size_t)large_cache_opt.headroom;
