@@ -157,9 +157,10 @@ struct sefer_os_ops {
 	/*
 	 * Optional. Give the rest of the calling thread's time slice to another runnable thread
 	 * (sched_yield, SwitchToThread). Called by a waiter on one of sefer's spinlocks
-	 * (core/lock.h) once it has spun for a while, maybe holding another of them (the lock
-	 * order allows it): the holder it waits for may have been preempted, and with more
-	 * threads than CPUs it may be waiting for this very CPU. NULL: waiters only spin.
+	 * (core/lock.h), maybe holding another of them (the lock order allows it), or on another
+	 * thread's process initialisation, once it has spun for a while: the thread it waits for
+	 * may have been preempted, and with more threads than CPUs it may be waiting for this
+	 * very CPU. NULL: waiters only spin.
 	 */
 	void (*yield)(void);
 
