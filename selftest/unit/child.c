@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * POSIX helpers of the unit tests, shared by the Check runner (main.c) and the portable runner
- * (selftest/portable/main.c, aarch64 under qemu-user): rss_bytes(), the page pattern and
- * run_child(). A child is
+ * (selftest/portable/main.c, aarch64 under qemu-user): rss_bytes() and run_child(). A child is
  * this binary re-executed with "--child MODE", through the command in SEFER_TEST_EXEC when set
  * (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu": an emulated process cannot exec a foreign
  * binary by itself).
@@ -21,26 +20,6 @@ const char *unit_self_path;
 size_t rss_bytes(void)
 {
 	return proc_rss_bytes();
-}
-
-static uint8_t page_pattern(size_t off)
-{
-	return (uint8_t)((off >> 12) | 1);
-}
-
-void page_pattern_fill(uint8_t *p, size_t from, size_t to)
-{
-	for (size_t i = from; i < to; i += 4096)
-		p[i] = page_pattern(i);
-}
-
-size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to)
-{
-	size_t bad = 0;
-
-	for (size_t i = from; i < to; i += 4096)
-		bad += p[i] != page_pattern(i);
-	return bad;
 }
 
 int run_child(const char *mode, const char *const *env, char *buf, size_t len)

@@ -42,10 +42,27 @@ size_t rss_bytes(void);
 /*
  * A byte per 4 KiB page of p's offsets [from, to), derived from the offset: page_pattern_fill
  * writes it, page_pattern_bad counts the pages where it differs (a block that moved or was
- * resized must keep it).
+ * resized must keep it). Inline: every runner has them, the win32 one included.
  */
-void page_pattern_fill(uint8_t *p, size_t from, size_t to);
-size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to);
+static inline uint8_t page_pattern(size_t off)
+{
+	return (uint8_t)((off >> 12) | 1);
+}
+
+static inline void page_pattern_fill(uint8_t *p, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i += 4096)
+		p[i] = page_pattern(i);
+}
+
+static inline size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to)
+{
+	size_t bad = 0;
+
+	for (size_t i = from; i < to; i += 4096)
+		bad += p[i] != page_pattern(i);
+	return bad;
+}
 
 /*
  * Run this test binary again as a child with `mode` as its argument and env assignments
