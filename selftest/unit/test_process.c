@@ -85,8 +85,8 @@ int child_main(const char *mode)
 	if (!strcmp(mode, "self-pointer")) {
 		/* Live blocks whose second word points at the block itself (an empty list head at
 		 * offset 0 does that), holds a stale copy of a free block's header, or holds the
-		 * block's own free mark but for its last four bytes (the fast path compares the
-		 * first four only: segment.h, block_mark_head_matches) are freed by their owner and
+		 * block's own free mark but for its third byte (the fast path compares the first
+		 * two only: segment.h, block_mark_head_matches) are freed by their owner and
 		 * by other threads, again and again: none is a free mark (the mark is keyed), so no
 		 * report, and the heap stays sound. */
 		for (int round = 0; round < 2000; round++) {
@@ -101,7 +101,7 @@ int child_main(const char *mode)
 					((uintptr_t *)q[i])[1] = free_mark(q[i ^ 1]);
 				if (i % 4 == 2 && sizeof(uintptr_t) == 8) { /* the mark's head only */
 					((uintptr_t *)q[i])[1] = free_mark(q[i]);
-					((unsigned char *)q[i])[12] ^= 0x5a;
+					((unsigned char *)q[i])[10] ^= 0x5a;
 				}
 			}
 			for (int i = 0; i < 8; i++) {
