@@ -164,14 +164,14 @@ START_TEST(lc_resize)
 	sefer_free(p);
 	q = sefer_malloc(16 * MiB); /* grows the cached 8 MiB segment */
 	for (size_t i = 0; i < 8 * MiB; i += 4096)
-		moved_bad += peek_byte(q + i) != (uint8_t)((i >> 12) | 1);
+		moved_bad += peek_byte(q + i) != page_pattern(i);
 	for (size_t i = 8 * MiB; i < 16 * MiB; i += 4096)
 		zero_bad += peek_byte(q + i) != 0;
 	mapped_16 = atomic_load(&sefer_large_mapped);
 	sefer_free(q);
 	r = sefer_malloc(3 * MiB); /* the cached 16 MiB is more than twice this: shrunk */
 	for (size_t i = 0; i < 3 * MiB; i += 4096)
-		kept_bad += peek_byte(r + i) != (uint8_t)((i >> 12) | 1);
+		kept_bad += peek_byte(r + i) != page_pattern(i);
 	mapped_3 = atomic_load(&sefer_large_mapped);
 
 	ck_assert_uint_eq(cache()->resizes, 2);
