@@ -1179,13 +1179,13 @@ def main():
     elapsed = time.time() - t_start
     summ = summarise(configs, allocs, runs)
 
+    max_runs = max(c.runs_per_rep for c in configs)
     meta = [("date", time.strftime("%Y-%m-%d %H:%M %Z")),
             ("machine", machine_info()),
             ("mode", "%s, %d repetitions%s, median reported, threads %s"
              % ("QUICK" if args.quick else "full", reps,
-                " (real programs: %d runs each, %d in all)"
-                % (REAL_QUICK_RUNS, reps * REAL_QUICK_RUNS)
-                if any(c.runs_per_rep > 1 for c in configs) else "",
+                " (real programs: %d runs each, %d in all)" % (max_runs, reps * max_runs)
+                if max_runs > 1 else "",
                 ",".join(map(str, threads)))),
             ("run time", "%.0f s" % elapsed),
             ("load average", "%.2f at start, %.2f at end (anything else running "
