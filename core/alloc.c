@@ -11,6 +11,32 @@
 #include "core/error.h"
 #include "core/heaps.h"
 #include "core/init.h"
+#include "core/options.h"
+
+/*
+ * calloc's block holds a range [from, to) that reads as zero without having been written
+ * (fresh or purged memory): fault its whole OS pages in for writing at once, up to
+ * sefer_opt.calloc_prefault bytes into the block (CONFIG_CALLOC_PREFAULT_KB). Left alone, a
+ * page the program reads before it writes takes two faults on Linux (the read maps the
+ * shared zero page, the write replaces it): redis's dict rehash reads every bucket of its
+ * new, calloc'ed table before it writes it (Documentation/benchmarks.rst).
+ */
+static void prefault_zeroed(void *block, size_t from, size_t to)
+{
+	size_t ps = sefer_os_info.page_size;
+	uintptr_t start, end;
+
+	if (!sefer_os.populate)
+		return;
+	if (to > sefer_opt.calloc_prefault)
+		to = (size_t)sefer_opt.calloc_prefault;
+	if (from >= to)
+		return;
+	start = align_up((uintptr_t)block + from, ps);
+	end = ((uintptr_t)block + to) & ~(uintptr_t)(ps - 1);
+	if (start < end)
+		sefer_os.populate((void *)start, end - start);
+}
 
 /* Pop pg's first free block for a request of size bytes (zeroed whole with zero). */
 static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t size)
@@ -23,6 +49,7 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 		if (fresh) {	/* carved from zeroed memory: only the link and the mark written */
 			b->next = 0;
 			((uintptr_t *)b)[1] = 0;
+			prefault_zeroed(b, 2 * sizeof(uintptr_t), size);
 		}
 		else
 			memset(b, 0, pg->block_size);
@@ -83,6 +110,8 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	annotate_block_alloc(seg->large_block, seg->large_size);
 	if (zero && dirty)
 		memset(seg->large_block, 0, dirty < size ? dirty : size);
+	if (zero && dirty < size)
+		prefault_zeroed(seg->large_block, dirty, size);
 	annotate_block_zeroed(seg->large_block, zero ? size : 0);
 	annotate_block_trim(seg->large_block, size, seg->large_size);
 	return seg->large_block;

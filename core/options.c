@@ -11,6 +11,7 @@ struct sefer_options sefer_opt = {
 	/* Documentation/decommit.rst: 10 ms gave back what redis freed between two commands
 	 * and faulted it in again; peers: mimalloc 2.0.9 25 ms (500 for a segment), jemalloc 10 s */
 	.purge_delay_ms = 50,
+	.calloc_prefault = (uint64_t)CONFIG_CALLOC_PREFAULT_KB << 10,
 };
 
 bool parse_uint(const char *s, uint64_t *out)
@@ -136,6 +137,7 @@ void options_init(void)
 	option_bool("SHOW_STATS", &sefer_opt.show_stats);
 	option_bool("VERBOSE", &sefer_opt.verbose);
 	option_uint("PURGE_DELAY_MS", &sefer_opt.purge_delay_ms);
+	option_size("CALLOC_PREFAULT", &sefer_opt.calloc_prefault);
 	if (read_env("ON_ERROR", v, sizeof(v))) {
 		if (!__builtin_strcmp(v, "abort"))
 			sefer_opt.on_error = ON_ERROR_ABORT;

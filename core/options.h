@@ -22,6 +22,7 @@ struct sefer_options {
 	bool verbose;		 /* SEFER_VERBOSE=1: report init, segments, purges */
 	enum on_error on_error;	 /* SEFER_ON_ERROR=abort|warn */
 	uint64_t purge_delay_ms; /* SEFER_PURGE_DELAY_MS */
+	uint64_t calloc_prefault; /* SEFER_CALLOC_PREFAULT: bytes (CONFIG_CALLOC_PREFAULT_KB) */
 	bool secure;		 /* secure execution: see above */
 };
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <numaif.h>
 #include <sched.h>
@@ -20,10 +21,12 @@
 #include "backends/posix/posix.h"
 
 static int node_count = 1;
+static size_t page_size = 4096;
 
 static void linux_init(struct sefer_os_info *info)
 {
 	posix_init(info);
+	page_size = info->page_size;
 	/* Count nodes without libnuma: probe /sys node directories with access(2). */
 	static const char base[] = "/sys/devices/system/node/node";
 	char path[sizeof(base) + 8];
@@ -59,6 +62,33 @@ static bool linux_purge(void *addr, size_t size, bool eager)
 #endif
 	madvise(addr, size, MADV_DONTNEED);
 	return true;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
+#endif
+
+/*
+ * MADV_POPULATE_WRITE faults the range in writable in one call. A kernel before 5.14 answers
+ * EINVAL: then one store of zero per page (the range reads as zero, by the contract) does it a
+ * fault at a time, still one fault per page instead of a read fault and a write fault.
+ */
+static void linux_populate(void *addr, size_t size)
+{
+	static _Atomic bool unsupported;
+	int saved = errno; /* calloc succeeds either way: errno as the program left it */
+
+	if (!atomic_load_explicit(&unsupported, memory_order_relaxed)) {
+		if (madvise(addr, size, MADV_POPULATE_WRITE) == 0 || errno != EINVAL) {
+			/* done, or ENOMEM/EFAULT: the pages then fault as the program goes */
+			errno = saved;
+			return;
+		}
+		atomic_store_explicit(&unsupported, true, memory_order_relaxed);
+		errno = saved;
+	}
+	for (size_t off = 0; off < size; off += page_size)
+		((volatile uint8_t *)addr)[off] = 0;
 }
 
 static int linux_bind_node(void *addr, size_t size, int node, bool strict)
@@ -142,6 +172,7 @@ const struct sefer_os_ops sefer_os = {
 	.decommit = posix_decommit,
 	.protect = posix_protect,
 	.purge = linux_purge,
+	.populate = linux_populate,
 	.bind_node = linux_bind_node,
 	.current_node = linux_current_node,
 	.clock_ms = posix_clock_ms,

@@ -92,6 +92,19 @@ struct sefer_os_ops {
 	bool (*purge)(void *addr, size_t size, bool eager);
 
 	/*
+	 * Optional. Fault [addr, addr+size) in for writing now, in as few calls as the OS allows,
+	 * without changing what it reads: the range reads as zero (fresh or purged memory), it is
+	 * about to be read and written by the program, and nobody else touches it meanwhile
+	 * (calloc's block, its pages wholly inside it). addr and size are multiples of
+	 * page_size. Where the OS maps one shared zero page on the first read of such memory
+	 * (Linux), a program that reads a page before writing it takes two faults for it; this
+	 * makes it one, batched. Best effort, no failure: on an OS that cannot, it does nothing.
+	 * Called by calloc's slow paths, under no lock. NULL: reading such memory costs no extra
+	 * fault (Windows commits a private zeroed page on the first touch).
+	 */
+	void (*populate)(void *addr, size_t size);
+
+	/*
 	 * Guard pages (CONFIG_GUARD_PAGES). With `none` make [addr, addr+size) inaccessible: any
 	 * read or write there faults (SIGSEGV / an access violation) and the range takes no
 	 * physical memory; without it make the range readable and writable again, its contents

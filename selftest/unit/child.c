@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * POSIX helpers of the unit tests, shared by the Check runner (main.c) and the portable runner
- * (selftest/portable/main.c, aarch64 under qemu-user): rss_bytes() and run_child(). A child is
- * this binary re-executed with "--child MODE", through the command in SEFER_TEST_EXEC when set
- * (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu": an emulated process cannot exec a foreign
- * binary by itself).
+ * (selftest/portable/main.c, aarch64 under qemu-user): rss_bytes(), resident_pages() and
+ * run_child(). A child is this binary re-executed with "--child MODE", through the command in
+ * SEFER_TEST_EXEC when set (e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu": an emulated
+ * process cannot exec a foreign binary by itself).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,21 @@ size_t rss_bytes(void)
 {
 	return proc_rss_bytes();
 }
+
+#ifdef __linux__
+size_t resident_pages(const void *p, size_t n)
+{
+	size_t pages = n / 4096, in = 0;
+	unsigned char *vec = malloc(pages);
+
+	ck_assert_ptr_nonnull(vec);
+	ck_assert_int_eq(mincore((void *)p, n, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+#endif
 
 int run_child(const char *mode, const char *const *env, char *buf, size_t len)
 {

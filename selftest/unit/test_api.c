@@ -2,11 +2,13 @@
 /* API contracts: alignment, no overlap, realloc keeps contents, usable size, calloc zeroes. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/options.h"
 #include "core/segment.h"
 #include "sefer/os.h"
 #include "unit.h"
@@ -148,6 +150,95 @@ START_TEST(calloc_zeroes)
 	}
 }
 END_TEST
+
+#ifdef __linux__
+#include <sys/mman.h>
+
+/* Does this kernel (or emulator) fault pages in for MADV_POPULATE_WRITE? qemu-user says yes
+ * to any advice and does nothing. */
+static bool populate_works(void)
+{
+	uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool works;
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	sefer_os.populate(m, 4096);
+	works = resident_pages(m, 4096) == 1;
+	munmap(m, 4096);
+	return works;
+}
+
+/* How many of the whole 4 KiB pages inside [p + from, p + to) are in memory, and how many
+ * such pages there are (*pages). */
+static size_t resident_inside(const uint8_t *p, size_t from, size_t to, size_t *pages)
+{
+	uintptr_t a = align_up((uintptr_t)p + from, 4096), e = ((uintptr_t)p + to) & ~4095UL;
+
+	*pages = e > a ? (e - a) / 4096 : 0;
+	return *pages ? resident_pages((const void *)a, e - a) : 0;
+}
+
+/* Count the bytes of [p, p + n) that are not zero. */
+static size_t nonzero_bytes(const uint8_t *p, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += p[i] != 0;
+	return bad;
+}
+
+/*
+ * calloc of fresh memory (a new large segment; a first-class heap's fresh page for a medium
+ * block) faults the block's pages in for writing up to SEFER_CALLOC_PREFAULT bytes into it,
+ * without clearing anything (the pages past the bound stay out of memory, so nothing was
+ * written there), and the block reads as zero; with the bound 0 nothing is faulted in.
+ */
+START_TEST(calloc_prefault)
+{
+	const size_t MiB = (size_t)1 << 20, medium = 96 << 10;
+	uint64_t was = sefer_opt.calloc_prefault;
+	bool works = populate_works();
+	struct sefer_heap *h;
+	size_t pages;
+	uint8_t *p;
+
+	if (!works)
+		fprintf(stderr, "calloc_prefault: MADV_POPULATE_WRITE faults nothing here "
+				"(qemu-user?): residency after calloc not checked\n");
+	sefer_collect(true); /* no cached large segment: the next one is fresh */
+	sefer_opt.calloc_prefault = 2 * MiB;
+	p = sefer_calloc(6, MiB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(resident_inside(p, 3 * MiB, 6 * MiB, &pages), 0); /* past the bound */
+	if (works)
+		ck_assert_uint_eq(resident_inside(p, 0, 2 * MiB, &pages), pages);
+	ck_assert_uint_eq(nonzero_bytes(p, 6 * MiB), 0);
+	sefer_free(p);
+
+	sefer_collect(true);
+	sefer_opt.calloc_prefault = 0;
+	p = sefer_calloc(6, MiB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(resident_inside(p, 4096, 6 * MiB, &pages), 0); /* past the head */
+	ck_assert_uint_eq(nonzero_bytes(p, 6 * MiB), 0);
+	sefer_free(p);
+
+	/* a medium block from a new heap's fresh page */
+	sefer_opt.calloc_prefault = 2 * MiB;
+	h = sefer_heap_new();
+	ck_assert_ptr_nonnull(h);
+	p = sefer_heap_calloc(h, 1, medium);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(page_of(segment_of(p), p)->is_zero); /* else it was cleared, not faulted */
+	if (works)
+		ck_assert_uint_eq(resident_inside(p, 0, medium, &pages), pages);
+	ck_assert_uint_eq(nonzero_bytes(p, medium), 0);
+	sefer_heap_destroy(h);
+	sefer_opt.calloc_prefault = was;
+}
+END_TEST
+#endif
 
 START_TEST(overflow_checks)
 {
@@ -331,6 +422,10 @@ Suite *api_suite(void)
 	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
 		tcase_add_test(tc, realloc_large_moves_pages);
 	tcase_add_test(tc, calloc_zeroes);
+#ifdef __linux__
+	if (sefer_os.populate)
+		tcase_add_test(tc, calloc_prefault);
+#endif
 	tcase_add_test(tc, overflow_checks);
 	tcase_add_test(tc, aligned_allocation);
 	tcase_add_test(tc, huge_alignment);

@@ -15,6 +15,7 @@
 
 #include "core/annotate.h"
 #include "core/heap.h"
+#include "core/options.h"
 #include "core/segment.h"
 #include "core/segtab.h"
 #include "unit.h"
@@ -226,31 +227,19 @@ START_TEST(lc_regrow)
 END_TEST
 
 #ifdef __linux__
-#include <sys/mman.h>
-
-/* Pages of [p, p + n) in memory (mincore). */
-static size_t resident_pages(const void *p, size_t n)
-{
-	size_t pages = n / 4096, in = 0;
-	unsigned char *vec = malloc(pages);
-
-	ck_assert_int_eq(mincore((void *)p, n, vec), 0);
-	for (size_t i = 0; i < pages; i++)
-		in += vec[i] & 1;
-	free(vec);
-	return in;
-}
-
 /*
  * calloc from a cached segment grown for it clears the bytes the old segment had, not the
- * fresh pages after them (they read as zero): those stay out of memory.
+ * fresh pages after them (they read as zero): those stay out of memory (with calloc's
+ * prefault off; test_api.c's calloc_prefault tests it).
  */
 START_TEST(lc_calloc_resized)
 {
 	setup();
 	uint8_t *p = sefer_malloc(8 * MiB), *q;
 	size_t nonzero = 0;
+	uint64_t prefault = sefer_opt.calloc_prefault;
 
+	sefer_opt.calloc_prefault = 0;
 	memset(p, 0xa5, 8 * MiB);
 	sefer_free(p);
 	q = sefer_calloc(16, MiB); /* grows the cached 8 MiB segment */
@@ -262,6 +251,7 @@ START_TEST(lc_calloc_resized)
 		nonzero += q[i] != 0;
 	ck_assert_uint_eq(nonzero, 0);
 	sefer_free(q);
+	sefer_opt.calloc_prefault = prefault;
 }
 END_TEST
 #endif

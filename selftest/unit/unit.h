@@ -39,6 +39,11 @@ Suite *heaps_suite(void);
 /* Resident set size of this process in bytes, from /proc/self/statm. */
 size_t rss_bytes(void);
 
+#ifdef __linux__
+/* How many of the 4 KiB pages of [p, p + n) are in memory (mincore; p page-aligned). */
+size_t resident_pages(const void *p, size_t n);
+#endif
+
 /*
  * A byte per 4 KiB page of p's offsets [from, to), derived from the offset: page_pattern_fill
  * writes it, page_pattern_bad counts the pages where it differs (a block that moved or was
