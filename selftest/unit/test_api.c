@@ -188,6 +188,28 @@ static size_t nonzero_bytes(const uint8_t *p, size_t n)
 	return bad;
 }
 
+/* calloc_prefault's medium block, from a new first-class heap's fresh page (CONFIG_HEAPS). */
+static void calloc_prefault_medium(bool works)
+{
+#if IS_ENABLED(CONFIG_HEAPS)
+	const size_t medium = 96 << 10;
+	struct sefer_heap *h = sefer_heap_new();
+	size_t pages;
+	uint8_t *p;
+
+	ck_assert_ptr_nonnull(h);
+	p = sefer_heap_calloc(h, 1, medium);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(page_of(segment_of(p), p)->is_zero); /* else it was cleared, not faulted */
+	if (works)
+		ck_assert_uint_eq(resident_inside(p, 0, medium, &pages), pages);
+	ck_assert_uint_eq(nonzero_bytes(p, medium), 0);
+	sefer_heap_destroy(h);
+#else
+	(void)works;
+#endif
+}
+
 /*
  * calloc of fresh memory (a new large segment; a first-class heap's fresh page for a medium
  * block) faults the block's pages in for writing up to SEFER_CALLOC_PREFAULT bytes into it,
@@ -196,10 +218,9 @@ static size_t nonzero_bytes(const uint8_t *p, size_t n)
  */
 START_TEST(calloc_prefault)
 {
-	const size_t MiB = (size_t)1 << 20, medium = 96 << 10;
+	const size_t MiB = (size_t)1 << 20;
 	uint64_t was = sefer_opt.calloc_prefault;
 	bool works = populate_works();
-	struct sefer_heap *h;
 	size_t pages;
 	uint8_t *p;
 
@@ -224,17 +245,8 @@ START_TEST(calloc_prefault)
 	ck_assert_uint_eq(nonzero_bytes(p, 6 * MiB), 0);
 	sefer_free(p);
 
-	/* a medium block from a new heap's fresh page */
 	sefer_opt.calloc_prefault = 2 * MiB;
-	h = sefer_heap_new();
-	ck_assert_ptr_nonnull(h);
-	p = sefer_heap_calloc(h, 1, medium);
-	ck_assert_ptr_nonnull(p);
-	ck_assert(page_of(segment_of(p), p)->is_zero); /* else it was cleared, not faulted */
-	if (works)
-		ck_assert_uint_eq(resident_inside(p, 0, medium, &pages), pages);
-	ck_assert_uint_eq(nonzero_bytes(p, medium), 0);
-	sefer_heap_destroy(h);
+	calloc_prefault_medium(works);
 	sefer_opt.calloc_prefault = was;
 }
 END_TEST
