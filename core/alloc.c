@@ -30,8 +30,6 @@ static void prefault_zeroed(void *block, size_t from, size_t to)
 		return;
 	if (to > sefer_opt.calloc_prefault)
 		to = (size_t)sefer_opt.calloc_prefault;
-	if (from >= to)
-		return;
 	start = align_up((uintptr_t)block + from, ps);
 	end = ((uintptr_t)block + to) & ~(uintptr_t)(ps - 1);
 	if (start < end)

@@ -178,16 +178,6 @@ static size_t resident_inside(const uint8_t *p, size_t from, size_t to, size_t *
 	return *pages ? resident_pages((const void *)a, e - a) : 0;
 }
 
-/* Count the bytes of [p, p + n) that are not zero. */
-static size_t nonzero_bytes(const uint8_t *p, size_t n)
-{
-	size_t bad = 0;
-
-	for (size_t i = 0; i < n; i++)
-		bad += p[i] != 0;
-	return bad;
-}
-
 /* calloc_prefault's medium block, from a new first-class heap's fresh page (CONFIG_HEAPS). */
 static void calloc_prefault_medium(bool works)
 {

@@ -69,6 +69,16 @@ static inline size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to)
 	return bad;
 }
 
+/* How many bytes of [p, p + n) are not zero (a calloc block must have none). */
+static inline size_t nonzero_bytes(const uint8_t *p, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += p[i] != 0;
+	return bad;
+}
+
 /*
  * Run this test binary again as a child with `mode` as its argument and env assignments
  * `env` (NULL-terminated, may be NULL); capture its stderr into buf. Returns the raw wait
