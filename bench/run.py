@@ -622,6 +622,102 @@ def headline_table(configs, allocs, summ):
     return "\n".join(out) + "\n"
 
 
+# ------------------------------------------------------------ targets
+# The rows issue 10 sets targets on (Documentation/benchmarks.rst, "Targets").
+NEW_WORKLOADS = ("larson-rounds", "randpos", "threadgen", "bignum", "largewin")
+
+
+def paired_ratios(runs, key, a, b):
+    """a/b for each run of a next to the run of b in the same turn (the same
+    repetition, the same run of it): the machine's slow drifts cancel out of
+    these, not out of the ratio of two medians. [] when a run failed."""
+    xs, ys = runs.get((key, a), []), runs.get((key, b), [])
+    if not xs or len(xs) != len(ys) or any(r.err or not r.value for r in xs + ys):
+        return []
+    return [x.value / y.value for x, y in zip(xs, ys)]
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    if len(xs) < 4:
+        return xs[0], xs[-1]
+    q = statistics.quantiles(xs, n=4)
+    return q[0], q[2]
+
+
+def targets_section(configs, summ, runs):
+    """The targets, met or not, and each missing row with its paired ratios."""
+    if not {"sefer", "mimalloc"} <= {n for _, n in summ}:
+        return []
+    micro = [c for c in configs if c.section == "micro"]
+    real = [c for c in configs if c.section == "real"]
+    small = [c for c in micro if not is_large(c.bench, c.param)]
+    new = [c for c in micro if c.bench in NEW_WORKLOADS and c.threads <= 2]
+    old = [c for c in small if c.bench not in NEW_WORKLOADS]
+    win = [c for c in micro if c.bench == "largewin"]
+
+    def r(c, field="median"):
+        return ratio(summ, c.key, "sefer", "mimalloc", field)
+
+    rows, misses = [], []
+
+    def each_row(name, cs, field, bound, higher_better):
+        got = [(r(c, field), c) for c in cs if r(c, field) is not None]
+        if not got:
+            return
+        worst = (min if higher_better else max)(got, key=lambda x: x[0])
+        bad = [(x, c) for x, c in got if (x < bound if higher_better else x > bound)]
+        rows.append((name, "worst: %s %.3f" % (worst[1].label(), worst[0]), not bad))
+        misses.extend((c, field, x) for x, c in bad)
+
+    def mean_row(name, cs, field, bound, higher_better):
+        g = geomean([r(c, field) for c in cs])
+        if g is None:
+            return
+        ok = g >= bound if higher_better else g <= bound
+        rows.append((name, "%.3f" % g, ok))
+        if not ok:  # the rows on the wrong side of the bound
+            misses.extend((c, field, r(c, field)) for c in cs if r(c, field) is not None and
+                          (r(c, field) < bound if higher_better else r(c, field) > bound))
+
+    each_row("new workloads at 1 and 2 threads: throughput >= 1.00x", new, "median",
+             1.0, True)
+    each_row("the other small-object rows: throughput >= 0.90x", old, "median", 0.9, True)
+    mean_row("small-object rows: peak-RSS geometric mean <= 0.90x", small, "rss", 0.9,
+             False)
+    each_row("largewin: peak RSS <= 1.00x", win, "rss", 1.0, False)
+    mean_row("real programs: time geometric mean <= 1.00x", real, "median", 1.0, False)
+    if not rows:
+        return []
+    lines = ["### Targets (sefer / mimalloc, issue 10)", "",
+             "| target | this run | met |", "|---|---:|:---:|"]
+    lines += ["| %s | %s | %s |" % (n, fig, "yes" if ok else "**no**") for n, fig, ok in rows]
+    lines.append("")
+    if misses:
+        lines += ["Rows that miss their target. Paired: each run of sefer divided by the "
+                  "mimalloc run next to it (same repetition), so the machine's drifts "
+                  "cancel; when the quartiles straddle the target the miss is within "
+                  "this machine's noise.", "",
+                  "| row | median ratio | paired ratios: quartiles (min-max) | sefer ahead |",
+                  "|---|---:|---:|---:|"]
+        for c, field, x in misses:
+            if field == "median":
+                pr = paired_ratios(runs, c.key, "sefer", "mimalloc")
+                ahead = sum(1 for v in pr if (v > 1.0 if c.section == "micro" else v < 1.0))
+            else:
+                pr, ahead = [], 0
+            if pr:
+                q1, q3 = quartiles(pr)
+                spread = "%.3f-%.3f (%.2f-%.2f)" % (q1, q3, min(pr), max(pr))
+                won = "%d of %d" % (ahead, len(pr))
+            else:
+                spread, won = "peak RSS: not paired", "-"
+            lines.append("| %s%s | %.3f | %s | %s |" % (
+                c.label(), " (RSS)" if field == "rss" else "", x, spread, won))
+        lines.append("")
+    return lines
+
+
 def machine_info():
     cpu = ""
     try:
@@ -636,7 +732,7 @@ def machine_info():
                                       os.cpu_count() or 0, platform.release())
 
 
-def write_md(path, configs, allocs, missing, summ, meta):
+def write_md(path, configs, allocs, missing, summ, meta, runs=None):
     micro = [c for c in configs if c.section == "micro"]
     real = [c for c in configs if c.section == "real"]
     refs = " / ".join(r for r in ("mimalloc", "glibc") if r in [a.name for a in allocs])
@@ -666,6 +762,7 @@ def write_md(path, configs, allocs, missing, summ, meta):
         "Ratio = this allocator / reference: below 1.00 uses less memory. "
         "For redis it is the server's peak.",
         configs, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+    lines += targets_section(configs, summ, runs or {})
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
         f.write(text)
@@ -1202,7 +1299,7 @@ def main():
     else:
         os.makedirs(args.out, exist_ok=True)
         text = write_md(os.path.join(args.out, "latest.md"), configs, allocs,
-                        missing, summ, meta)
+                        missing, summ, meta, runs)
         write_csv(os.path.join(args.out, "latest.csv"), configs, allocs, summ)
         png = os.path.join(args.out, "latest.png")
         ok = write_png(png, configs, allocs, summ,
