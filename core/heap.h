@@ -214,7 +214,7 @@ bool page_queue_usable(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;
 void heap_collect(struct heap *heap, bool force) SEFER_INTERNAL;
-void heap_release_empty(struct heap *heap) SEFER_INTERNAL;
+void heap_release_empty(struct heap *heap, bool walk) SEFER_INTERNAL;
 
 /* Hot-path bodies of the policies, which need struct heap (core/policy_hot.h). */
 #include "core/policy_hot.h"

@@ -429,7 +429,7 @@ void heaps_orphan_children(struct heap *home)
 		next = heap->fc.next_child;
 		heap->fc.next_child = heap->fc.prev_child = NULL;
 		heap_drain_delayed(heap);
-		heap_release_empty(heap);
+		heap_release_empty(heap, true); /* no owner will settle them later */
 		policy_heap_exit_all(heap);
 		heap_cache_to_spares(heap);
 		if (IS_ENABLED(CONFIG_DECOMMIT)) {

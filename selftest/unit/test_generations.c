@@ -10,6 +10,9 @@
  *    first generations left it; when the last worker exits, committed bytes and RSS come back.
  *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
  *    another thread's slow path, not at exit, while that thread lives.
+ *  - unsettled pages: the page each bin was allocating from is left with its free list at exit
+ *    (not walked); the next thread allocates from it with every block accounted for, and it
+ *    is walked and returned when the last worker exits.
  *
  * Counts come from sefer_stats (CONFIG_STATS); RSS is checked with CONFIG_DECOMMIT and
  * without a sanitizer, as in test_decommit.c.
@@ -342,6 +345,74 @@ START_TEST(abandoned_purged_after_delay)
 }
 END_TEST
 
+#define CUR_SIZE 48
+#define CUR_TAKE 400
+static void *cur_kept;
+
+/* Leave the 48-byte bin's current page with a free list (the carved rest) and one live
+ * block, and exit: the page is left unsettled (heap_release_empty). */
+static void *leave_current_page(void *arg)
+{
+	void *v[8];
+
+	for (int i = 0; i < 8; i++) {
+		v[i] = sefer_malloc(CUR_SIZE);
+		memset(v[i], 5, CUR_SIZE);
+	}
+	for (int i = 1; i < 8; i++)
+		sefer_free(v[i]);
+	cur_kept = v[0];
+	(void)arg;
+	return NULL;
+}
+
+/* The next thread takes the segment over and allocates from that page as it was left. */
+static void *take_current_page(void *arg)
+{
+	void **v = sefer_malloc(CUR_TAKE * sizeof(*v));
+	int *in_left_segment = arg;
+
+	for (int i = 0; i < CUR_TAKE; i++) {
+		v[i] = sefer_malloc(CUR_SIZE);
+		ck_assert_ptr_nonnull(v[i]);
+		ck_assert_ptr_ne(v[i], cur_kept);
+		memset(v[i], i & 0xff, CUR_SIZE);
+		if (segment_of(v[i]) == segment_of(cur_kept))
+			(*in_left_segment)++;
+	}
+	/* every block accounted for: the page's free list, local frees and live blocks agree */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (int i = 0; i < CUR_TAKE; i++) {
+		ck_assert_uint_eq(((uint8_t *)v[i])[CUR_SIZE - 1], i & 0xff);
+		sefer_free(v[i]);
+	}
+	sefer_free(v);
+	return NULL;
+}
+
+START_TEST(unsettled_pages_taken_over_then_returned)
+{
+	pthread_t k = start_keepalive(), t;
+	int in_left_segment = 0;
+	struct sefer_stats st;
+
+	pthread_create(&t, NULL, leave_current_page, NULL);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, take_current_page, &in_left_segment);
+	pthread_join(t, NULL);
+	ck_assert_msg(in_left_segment > 0, "the next thread did not reuse the exited one's segment");
+	ck_assert_uint_eq(((uint8_t *)cur_kept)[CUR_SIZE - 1], 5);
+	sefer_free(cur_kept);
+	/* the last worker goes: whatever is left unsettled is walked and returned now */
+	stop_keepalive(k);
+	st = stats();
+	if (STATS && IS_ENABLED(CONFIG_DECOMMIT))
+		ck_assert_msg(st.abandoned == 0, "%llu segments still abandoned",
+			      (unsigned long long)st.abandoned);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 Suite *generations_suite(void)
 {
 	Suite *s = suite_create("generations");
@@ -352,6 +423,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
+	tcase_add_test(tc, unsettled_pages_taken_over_then_returned);
 	suite_add_tcase(s, tc);
 	return s;
 }
