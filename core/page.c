@@ -491,14 +491,37 @@ found:
 	return pg;
 }
 
+/* Does seg hold a span known to hold live blocks (no free list to count, used not 0)? */
+static bool segment_holds_live(struct segment *seg)
+{
+	struct page *pg;
+
+	for_each_span(seg, pg, idx)
+		if (!pg->free && pg->used)
+			return true;
+	return false;
+}
+
+/* Settle pg and give it back if that shows it empty; its bin's direct entry is updated. */
+static void release_if_empty(struct heap *heap, struct page *pg)
+{
+	unsigned bin = pg->bin;
+
+	if (page_settle(pg) == 0) {
+		queue_remove(&heap->bins[bin], pg);
+		span_free(heap, pg);
+	}
+}
+
 /*
  * Collect every queued page's frees and give back the pages that are empty. With walk false
- * (a thread's exit) a page whose free list is not empty is left as it is, not settled: telling
- * whether it is empty takes a walk of that list, and such a page is the one each bin was
- * allocating from (page_find takes a page with a free list to the front), so there is at most
- * about one per bin. Whoever comes next settles it at no extra cost: an adopter allocates from
- * its free list (heap_adopt_segment leaves it queued), a global purge walks it once
- * (abandoned_collect), after which it is O(1) again. The walk at every exit was 14% of
+ * (a thread's exit) a page whose free list is not empty is settled only when its segment
+ * holds no span known to be live: telling whether it is empty takes a walk of that list, and
+ * a segment that keeps live blocks is abandoned, not given back, whatever that page holds.
+ * Such a page is the one its bin was allocating from (page_find takes a page with a free list
+ * to the front), about one per bin; whoever comes next settles it at no extra cost: an adopter
+ * allocates from its free list (heap_adopt_segment leaves it queued), a global purge walks it
+ * once (abandoned_collect), after which it is O(1) again. The walk at every exit was 14% of
  * larson-rounds' cycles at one thread.
  */
 void heap_release_empty(struct heap *heap, bool walk)
@@ -509,15 +532,21 @@ void heap_release_empty(struct heap *heap, bool walk)
 		for (pg = heap->bins[bin].first; pg; pg = next) {
 			next = pg->next;
 			page_collect_xthread(pg, (uintptr_t)-1);
-			if (!walk && pg->free)
-				continue;
-			if (page_settle(pg) == 0) {
-				queue_remove(&heap->bins[bin], pg);
-				span_free(heap, pg);
-			}
+			if (walk || !pg->free)
+				release_if_empty(heap, pg);
 		}
-		heap_direct_update(heap, bin);
 	}
+	for (unsigned bin = 1; bin < NBINS && !walk; bin++) {
+		struct page *pg, *next;
+
+		for (pg = heap->bins[bin].first; pg; pg = next) {
+			next = pg->next;
+			if (pg->free && !segment_holds_live(segment_of(pg)))
+				release_if_empty(heap, pg);
+		}
+	}
+	for (unsigned bin = 1; bin < NBINS; bin++)
+		heap_direct_update(heap, bin);
 }
 
 /* Collect every page's frees, release empty pages, purge (all pending with force). */

@@ -10,9 +10,9 @@
  *    first generations left it; when the last worker exits, committed bytes and RSS come back.
  *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
  *    another thread's slow path, not at exit, while that thread lives.
- *  - unsettled pages: the page each bin was allocating from is left with its free list at exit
- *    (not walked); the next thread allocates from it with every block accounted for, and it
- *    is walked and returned when the last worker exits.
+ *  - unsettled pages: the page a bin was allocating from, in a segment that keeps live blocks,
+ *    is left with its free list at exit (not walked); the next thread allocates from it with
+ *    every block accounted for, and what is left is returned when the last worker exits.
  *
  * Counts come from sefer_stats (CONFIG_STATS); RSS is checked with CONFIG_DECOMMIT and
  * without a sanitizer, as in test_decommit.c.
@@ -347,21 +347,27 @@ END_TEST
 
 #define CUR_SIZE 48
 #define CUR_TAKE 400
-static void *cur_kept;
+static void **cur_v;   /* the exited thread's blocks: cur_n, all live */
+static size_t cur_n;
 
-/* Leave the 48-byte bin's current page with a free list (the carved rest) and one live
- * block, and exit: the page is left unsettled (heap_release_empty). */
+/*
+ * Fill one page of the 48-byte bin (it goes full: no free list, live blocks) and start a
+ * second, which is left with a free list (the carved rest), and exit. The second page's
+ * segment holds a live span, so the exit leaves it unsettled (heap_release_empty).
+ */
 static void *leave_current_page(void *arg)
 {
-	void *v[8];
+	void *first = sefer_malloc(CUR_SIZE);
+	struct page *pg = page_of(segment_of(first), first);
+	size_t n = pg->capacity + 8;
 
-	for (int i = 0; i < 8; i++) {
-		v[i] = sefer_malloc(CUR_SIZE);
-		memset(v[i], 5, CUR_SIZE);
-	}
-	for (int i = 1; i < 8; i++)
-		sefer_free(v[i]);
-	cur_kept = v[0];
+	cur_v = sefer_malloc(n * sizeof(*cur_v)); /* another class */
+	cur_v[0] = first;
+	for (size_t i = 1; i < n; i++)
+		cur_v[i] = sefer_malloc(CUR_SIZE);
+	for (size_t i = 0; i < n; i++)
+		memset(cur_v[i], 5, CUR_SIZE);
+	cur_n = n;
 	(void)arg;
 	return NULL;
 }
@@ -371,13 +377,13 @@ static void *take_current_page(void *arg)
 {
 	void **v = sefer_malloc(CUR_TAKE * sizeof(*v));
 	int *in_left_segment = arg;
+	void *last = cur_v[cur_n - 1];
 
 	for (int i = 0; i < CUR_TAKE; i++) {
 		v[i] = sefer_malloc(CUR_SIZE);
 		ck_assert_ptr_nonnull(v[i]);
-		ck_assert_ptr_ne(v[i], cur_kept);
 		memset(v[i], i & 0xff, CUR_SIZE);
-		if (segment_of(v[i]) == segment_of(cur_kept))
+		if (page_of(segment_of(v[i]), v[i]) == page_of(segment_of(last), last))
 			(*in_left_segment)++;
 	}
 	/* every block accounted for: the page's free list, local frees and live blocks agree */
@@ -390,19 +396,31 @@ static void *take_current_page(void *arg)
 	return NULL;
 }
 
-START_TEST(unsettled_pages_taken_over_then_returned)
+START_TEST(unsettled_pages_taken_over)
 {
 	pthread_t k = start_keepalive(), t;
-	int in_left_segment = 0;
+	int in_left_page = 0;
 	struct sefer_stats st;
+	void *first, *last;
+	bool cur_same_segment, cur_unsettled;
 
 	pthread_create(&t, NULL, leave_current_page, NULL);
 	pthread_join(t, NULL);
-	pthread_create(&t, NULL, take_current_page, &in_left_segment);
+	first = cur_v[0];
+	last = cur_v[cur_n - 1];
+	cur_same_segment = segment_of(first) == segment_of(last);
+	cur_unsettled = page_of(segment_of(last), last)->free != NULL;
+	ck_assert_msg(cur_same_segment, "the two pages are in one segment");
+	ck_assert_msg(cur_unsettled, "the exit left the current page's free list alone");
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	pthread_create(&t, NULL, take_current_page, &in_left_page);
 	pthread_join(t, NULL);
-	ck_assert_msg(in_left_segment > 0, "the next thread did not reuse the exited one's segment");
-	ck_assert_uint_eq(((uint8_t *)cur_kept)[CUR_SIZE - 1], 5);
-	sefer_free(cur_kept);
+	ck_assert_msg(in_left_page > 0, "the next thread did not allocate from the page left");
+	for (size_t i = 0; i < cur_n; i++) {
+		ck_assert_uint_eq(((uint8_t *)cur_v[i])[CUR_SIZE - 1], 5);
+		sefer_free(cur_v[i]);
+	}
+	sefer_free(cur_v);
 	/* the last worker goes: whatever is left unsettled is walked and returned now */
 	stop_keepalive(k);
 	st = stats();
@@ -423,7 +441,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
-	tcase_add_test(tc, unsettled_pages_taken_over_then_returned);
+	tcase_add_test(tc, unsettled_pages_taken_over);
 	suite_add_tcase(s, tc);
 	return s;
 }

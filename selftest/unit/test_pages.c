@@ -240,10 +240,11 @@ START_TEST(emptied_page_found_by_slow_paths)
 END_TEST
 
 /*
- * An exiting thread's pages are settled (page_settle): their free lists move to local_free, so
- * used is their live count and every later look at the abandoned segment (each global purge
- * collects its cross-thread frees and asks whether a page emptied) costs O(1) per page, not a
- * walk of its free list.
+ * An exiting thread's page whose segment holds no other live span is settled (page_settle):
+ * its free list moves to local_free, so used is its live count and every later look at the
+ * abandoned segment (each global purge collects its cross-thread frees and asks whether a page
+ * emptied) costs O(1) per page, not a walk of its free list. (A page whose segment holds a
+ * live span may be left unsettled: test_generations.c, unsettled_pages_taken_over.)
  */
 static void *leave_live_blocks(void *arg)
 {
