@@ -623,7 +623,7 @@ def headline_table(configs, allocs, summ):
 
 
 # ------------------------------------------------------------ targets
-# The rows issue 10 sets targets on (Documentation/benchmarks.rst, "Targets").
+# The rows issue 10 sets targets on (Documentation/benchmarks.rst, "Reading the tables").
 NEW_WORKLOADS = ("larson-rounds", "randpos", "threadgen", "bignum", "largewin")
 
 

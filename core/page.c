@@ -536,6 +536,8 @@ void heap_release_empty(struct heap *heap, bool walk)
 				release_if_empty(heap, pg);
 		}
 	}
+	/* Second pass, exit only (with walk every page is settled by now): each settled page
+	 * that holds live blocks says so at last, so a segment is walked only if none does. */
 	for (unsigned bin = 1; bin < NBINS && !walk; bin++) {
 		struct page *pg, *next;
 
