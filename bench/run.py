@@ -14,7 +14,9 @@ Usage (normally through make, see Documentation/benchmarks.rst):
 Each benchmark program prints one RESULT line (see bench/common.h). Every
 configuration runs once per repetition under every allocator, the allocator
 order rotating from one repetition to the next, so slow drifts of the machine
-spread evenly; the figure reported is the median over the repetitions.
+spread evenly; the figure reported is the median over the repetitions, and a
+ratio to a peer the median of the paired ratios (each run over the peer's run
+next to it).
 Results go to OUT/latest.csv, OUT/latest.md and OUT/latest.png (the headline
 mode writes BINDIR/headline.{csv,md} instead and leaves OUT alone).
 """
@@ -511,14 +513,26 @@ def summarise(configs, allocs, runs):
                     "err": None, "median": statistics.median(vals),
                     "min": min(vals), "max": max(vals), "n": len(vals),
                     "rss": statistics.median(rss) if rss else None,
+                    # per turn, in run order: what ratio() pairs
+                    "turns": {"median": vals, "rss": [r.rss_kb for r in ok]},
                 }
     return summ
 
 
 def ratio(summ, key, a, b, field):
+    """a's figure over b's: the median of the paired ratios, each run of a over the run of
+    b in the same turn (the same repetition, the same run of it; run next to each other),
+    so that the machine's drifts over the minutes between repetitions cancel. The ratio of
+    the two medians is the fallback where the runs do not pair up (a summary read back
+    from a CSV file)."""
     x, y = summ.get((key, a)), summ.get((key, b))
     if not x or not y or x["err"] or y["err"] or not x.get(field) or not y.get(field):
         return None
+    xs, ys = x.get("turns", {}).get(field), y.get("turns", {}).get(field)
+    if xs and ys and len(xs) == len(ys):
+        pr = [u / v for u, v in zip(xs, ys) if u and v]
+        if pr:
+            return statistics.median(pr)
     return x[field] / y[field]
 
 
@@ -694,11 +708,11 @@ def targets_section(configs, summ, runs):
     lines += ["| %s | %s | %s |" % (n, fig, "yes" if ok else "**no**") for n, fig, ok in rows]
     lines.append("")
     if misses:
-        lines += ["Rows that miss their target. Paired: each run of sefer divided by the "
-                  "mimalloc run next to it (same repetition), so the machine's drifts "
-                  "cancel; when the quartiles straddle the target the miss is within "
-                  "this machine's noise.", "",
-                  "| row | median ratio | paired ratios: quartiles (min-max) | sefer ahead |",
+        lines += ["Rows that miss their target, with the spread of their paired ratios "
+                  "(each run of sefer divided by the mimalloc run next to it; the "
+                  "ratio is their median): when the quartiles straddle the target the "
+                  "miss is within this machine's noise.", "",
+                  "| row | ratio | paired ratios: quartiles (min-max) | sefer ahead |",
                   "|---|---:|---:|---:|"]
         for c, field, x in misses:
             if field == "median":
@@ -744,8 +758,11 @@ def write_md(path, configs, allocs, missing, summ, meta, runs=None):
         lines.append("- **missing: %s** - %s" % (n, why))
     lines.append("")
     lines.append("Each cell: median over the repetitions, then in parentheses "
-                 "the ratio to %s. The geometric-mean row is the geometric mean "
-                 "of those ratios over the rows of the table." % refs)
+                 "the ratio to %s: the median of the paired ratios, each run divided "
+                 "by the reference's run of the same turn (run next to it), so that "
+                 "the machine's drifts between repetitions cancel; it can differ from "
+                 "the ratio of the two medians. The geometric-mean row is the geometric "
+                 "mean of those ratios over the rows of the table." % refs)
     lines.append("")
     if micro:
         lines += md_table(
@@ -775,7 +792,7 @@ def write_csv(path, configs, allocs, summ):
         w.writerow(["section", "bench", "param", "threads", "pin", "allocator",
                     "metric", "median", "min", "max", "runs", "peak_rss_kb",
                     "ratio_mimalloc", "ratio_glibc", "rss_ratio_mimalloc",
-                    "rss_ratio_glibc", "status"])
+                    "rss_ratio_glibc", "status", "turn_values", "turn_rss_kb"])
         for cfg in configs:
             metric = "ops_per_s" if cfg.section == "micro" else "seconds"
             for a in allocs:
@@ -795,7 +812,10 @@ def write_csv(path, configs, allocs, summ):
                                   "%.6g" % s["max"], s["n"],
                                   "%d" % s["rss"] if s["rss"] else "",
                                   r("mimalloc", "median"), r("glibc", "median"),
-                                  r("mimalloc", "rss"), r("glibc", "rss"), "ok"])
+                                  r("mimalloc", "rss"), r("glibc", "rss"), "ok",
+                                  " ".join("%.6g" % v for v in s["turns"]["median"]),
+                                  " ".join("%d" % v if v else "-"
+                                           for v in s["turns"]["rss"])])
 
 
 COLORS = {"sefer": "#d62728", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
@@ -1027,14 +1047,23 @@ def png_from_csv(csv_path, png_path):
             r = by.get(k + (n,))
             if not r:
                 continue
-            if r["status"] != "ok":
-                summ[(c.key, n)] = {"err": r["status"]}
-                continue
-            summ[(c.key, n)] = {"err": None, "median": float(r["median"]),
-                                "rss": float(r["peak_rss_kb"]) if r["peak_rss_kb"]
-                                else None}
+            summ[(c.key, n)] = csv_summary(r)
     return write_png(png_path, configs, allocs, summ,
                      "sefer vs peers - from %s" % os.path.basename(csv_path))
+
+
+def csv_summary(r):
+    """One latest.csv line -> the summarise() entry ratio() reads (the per-turn figures
+    where the file has them; a file written before them pairs nothing)."""
+    if r["status"] != "ok":
+        return {"err": r["status"]}
+
+    def turns(col, conv):
+        return [None if v == "-" else conv(v) for v in (r.get(col) or "").split()]
+    return {"err": None, "median": float(r["median"]),
+            "rss": float(r["peak_rss_kb"]) if r["peak_rss_kb"] else None,
+            "turns": {"median": turns("turn_values", float),
+                      "rss": turns("turn_rss_kb", int)}}
 
 
 def load_csv(path):
@@ -1142,15 +1171,11 @@ def md_summary(path, full=False):
     names, keys, by = load_csv(path)
     peers = [n for n in names if n != "sefer"]
 
+    summ = {(k, r["allocator"]): csv_summary(r) for k in keys for r in
+            [by.get(k + (n,)) for n in names] if r}
+
     def gm(ks, field, peer):
-        xs = []
-        for k in ks:
-            a, b = by.get(k + ("sefer",)), by.get(k + (peer,))
-            if not a or not b or a["status"] != "ok" or b["status"] != "ok":
-                continue
-            if a[field] and b[field] and float(b[field]) > 0:
-                xs.append(float(a[field]) / float(b[field]))
-        g = geomean(xs)
+        g = geomean([ratio(summ, k, "sefer", peer, field) for k in ks])
         return ("%.2f" % g) if g else "-"
 
     micro = [k for k in keys if k[0] == "micro"]
@@ -1162,9 +1187,9 @@ def md_summary(path, full=False):
         ("throughput, small-object rows", small, "median"),
         ("throughput, large-object rows", large, "median"),
         ("real programs, wall time (lower is better)", real, "median"),
-        ("peak RSS, small-object rows (lower is better)", small, "peak_rss_kb"),
-        ("peak RSS, large-object rows", large, "peak_rss_kb"),
-        ("peak RSS, real programs", real, "peak_rss_kb"),
+        ("peak RSS, small-object rows (lower is better)", small, "rss"),
+        ("peak RSS, large-object rows", large, "rss"),
+        ("peak RSS, real programs", real, "rss"),
     ]
     print("| sefer / peer, geometric mean | " +
           " | ".join("/%s" % p for p in peers) + " |")

@@ -242,6 +242,11 @@ check-fastpath: $(shared-lib)
 	$(Q)FASTPATH_EXTRA="$(if $(filter y,$(CONFIG_HEAPS)),sefer_heap_malloc)" \
 		bash $(srctree)/selftest/fastpath/check-fastpath.sh $(shared-lib)
 
+# ---- the benchmark runner's ratio rules (bench/test_run.py, under a second)
+check-targets += check-bench-harness
+check-bench-harness:
+	$(Q)/usr/bin/python3 $(srctree)/bench/test_run.py
+
 # ---- make run: the main job of the quick start
 run: all
 	@echo "== sefer: python3 (allocation-heavy script, every object through malloc) under sefer"

@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The ratio rules of bench/run.py on made-up runs: a ratio to a peer is the median of the
+paired ratios (each run over the peer's run of the same turn), not the ratio of two medians;
+latest.csv keeps the runs so that the summaries read back from it pair the same way; a CSV
+written before it kept them falls back to the ratio of the medians. Run by make
+check-bench-harness; prints one line, exits 1 on a mismatch."""
+import csv
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
+
+failures = []
+
+
+def expect(what, got, want):
+    if got is None or abs(got - want) > 1e-3:
+        failures.append("%s: got %s, want %.4f" % (what, got, want))
+
+
+def outcomes(values, rss):
+    return [run.Outcome(value=v, rss_kb=r) for v, r in zip(values, rss)]
+
+
+# One micro row, five turns. The machine runs at speed 1, 1, 1.5, 1.5, 1.5 (a drift):
+# a is 5% ahead of b in every turn, but the two medians fall in different phases.
+speed = [1.0, 1.0, 1.5, 1.5, 1.5]
+a = [100 * 1.05 * s for s in speed]
+b = [100 * s for s in speed]
+b[2] = 98.0  # one slow run of b in the fast phase: b's median is 150, a's 157.5
+cfg = run.Config("micro", "steady", "256live", 1, 0, [])
+allocs = [run.Alloc(n, None, "", "") for n in ("sefer", "mimalloc")]
+runs = {(cfg.key, "sefer"): outcomes(a, [1000, 1000, 1100, None, 1000]),
+        (cfg.key, "mimalloc"): outcomes(b, [2000, 2000, 2200, 2000, 2000])}
+summ = run.summarise([cfg], allocs, runs)
+paired = sorted(x / y for x, y in zip(a, b))[2]
+expect("throughput ratio is the paired median", run.ratio(summ, cfg.key, "sefer", "mimalloc",
+                                                          "median"), paired)
+expect("the paired median here is a's lead", paired, 1.05)
+expect("RSS ratio pairs the runs that have one", run.ratio(summ, cfg.key, "sefer", "mimalloc",
+                                                           "rss"), 0.5)
+expect("a row against itself", run.ratio(summ, cfg.key, "sefer", "sefer", "median"), 1.0)
+
+# A failed run: no ratio at all.
+bad = dict(runs)
+bad[(cfg.key, "mimalloc")] = outcomes(b, [1] * 5)[:4] + [run.Outcome(err="timeout")]
+if run.ratio(run.summarise([cfg], allocs, bad), cfg.key, "sefer", "mimalloc",
+             "median") is not None:
+    failures.append("a row with a failed run still has a ratio")
+
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "latest.csv")
+    run.write_csv(path, [cfg], allocs, summ)
+    rows = {r["allocator"]: r for r in csv.DictReader(open(path))}
+    expect("CSV ratio column", float(rows["sefer"]["ratio_mimalloc"]), paired)
+    back = {(cfg.key, n): run.csv_summary(rows[n]) for n in rows}
+    expect("ratio read back from the CSV", run.ratio(back, cfg.key, "sefer", "mimalloc",
+                                                     "median"), paired)
+    expect("RSS ratio read back from the CSV", run.ratio(back, cfg.key, "sefer", "mimalloc",
+                                                         "rss"), 0.5)
+    # a CSV from before the per-turn columns: the ratio of the medians
+    for n in rows:
+        del rows[n]["turn_values"], rows[n]["turn_rss_kb"]
+    old = {(cfg.key, n): run.csv_summary(rows[n]) for n in rows}
+    expect("an old CSV falls back to the ratio of the medians",
+           run.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
+           sorted(a)[2] / sorted(b)[2])
+
+if failures:
+    print("bench harness: %d failure(s)" % len(failures))
+    for f in failures:
+        print("  " + f)
+    sys.exit(1)
+print("bench harness: ratio rules hold (paired median %.3f, ratio of medians %.3f)"
+      % (paired, sorted(a)[2] / sorted(b)[2]))
