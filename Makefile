@@ -400,6 +400,8 @@ Test targets (make check runs every group this configuration enables):
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
   check-real        - Real programs under LD_PRELOAD
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
+  check-bench-harness
+                    - The benchmark runner's ratio rules (bench/test_run.py) on made-up runs
   check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
   check-valgrind    - CONFIG_VALGRIND: misuse reports asserted, unit suite, stress, python3
                       and sqlite3 under valgrind with 0 errors; --soname-synonyms on libsefer.so
