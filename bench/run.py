@@ -523,21 +523,29 @@ def summarise(configs, allocs, runs):
     return summ
 
 
+def paired_ratios(summ, key, a, b, field="median"):
+    """a/b for each run of a and the run of b in the same turn (the same repetition, the
+    same run of it; run next to each other), skipping turns without a figure: the
+    machine's drifts over the minutes between repetitions cancel out of these, not out of
+    the ratio of two medians. [] when a run failed or the runs do not pair up (a summary
+    read back from a CSV file written before it kept the runs)."""
+    x, y = summ.get((key, a)), summ.get((key, b))
+    if not x or not y or x["err"] or y["err"]:
+        return []
+    xs, ys = x.get("turns", {}).get(field), y.get("turns", {}).get(field)
+    if not xs or not ys or len(xs) != len(ys):
+        return []
+    return [u / v for u, v in zip(xs, ys) if u and v]
+
+
 def ratio(summ, key, a, b, field):
-    """a's figure over b's: the median of the paired ratios, each run of a over the run of
-    b in the same turn (the same repetition, the same run of it; run next to each other),
-    so that the machine's drifts over the minutes between repetitions cancel. The ratio of
-    the two medians is the fallback where the runs do not pair up (a summary read back
-    from a CSV file)."""
+    """a's figure over b's: the median of the paired ratios, or the ratio of the two
+    medians where the runs do not pair up."""
     x, y = summ.get((key, a)), summ.get((key, b))
     if not x or not y or x["err"] or y["err"] or not x.get(field) or not y.get(field):
         return None
-    xs, ys = x.get("turns", {}).get(field), y.get("turns", {}).get(field)
-    if xs and ys and len(xs) == len(ys):
-        pr = [u / v for u, v in zip(xs, ys) if u and v]
-        if pr:
-            return statistics.median(pr)
-    return x[field] / y[field]
+    pr = paired_ratios(summ, key, a, b, field)
+    return statistics.median(pr) if pr else x[field] / y[field]
 
 
 def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
@@ -645,16 +653,6 @@ def headline_table(configs, allocs, summ):
 NEW_WORKLOADS = ("larson-rounds", "randpos", "threadgen", "bignum", "largewin")
 
 
-def paired_ratios(runs, key, a, b):
-    """a/b for each run of a next to the run of b in the same turn (the same
-    repetition, the same run of it): the machine's slow drifts cancel out of
-    these, not out of the ratio of two medians. [] when a run failed."""
-    xs, ys = runs.get((key, a), []), runs.get((key, b), [])
-    if not xs or len(xs) != len(ys) or any(r.err or not r.value for r in xs + ys):
-        return []
-    return [x.value / y.value for x, y in zip(xs, ys)]
-
-
 def quartiles(xs):
     xs = sorted(xs)
     if len(xs) < 4:
@@ -663,7 +661,7 @@ def quartiles(xs):
     return q[0], q[2]
 
 
-def targets_section(configs, summ, runs):
+def targets_section(configs, summ):
     """The targets, met or not, and each missing row with its paired ratios."""
     if not {"sefer", "mimalloc"} <= {n for _, n in summ}:
         return []
@@ -719,17 +717,15 @@ def targets_section(configs, summ, runs):
                   "| row | ratio | paired ratios: quartiles (min-max) | sefer ahead |",
                   "|---|---:|---:|---:|"]
         for c, field, x in misses:
-            if field == "median":
-                pr = paired_ratios(runs, c.key, "sefer", "mimalloc")
-                ahead = sum(1 for v in pr if (v > 1.0 if c.section == "micro" else v < 1.0))
-            else:
-                pr, ahead = [], 0
+            pr = paired_ratios(summ, c.key, "sefer", "mimalloc", field)
+            higher_better = field == "median" and c.section == "micro"
+            ahead = sum(1 for v in pr if (v > 1.0 if higher_better else v < 1.0))
             if pr:
                 q1, q3 = quartiles(pr)
                 spread = "%.3f-%.3f (%.2f-%.2f)" % (q1, q3, min(pr), max(pr))
                 won = "%d of %d" % (ahead, len(pr))
             else:
-                spread, won = "peak RSS: not paired", "-"
+                spread, won = "not paired", "-"
             lines.append("| %s%s | %.3f | %s | %s |" % (
                 c.label(), " (RSS)" if field == "rss" else "", x, spread, won))
         lines.append("")
@@ -750,7 +746,7 @@ def machine_info():
                                       os.cpu_count() or 0, platform.release())
 
 
-def write_md(path, configs, allocs, missing, summ, meta, runs=None):
+def write_md(path, configs, allocs, missing, summ, meta):
     micro = [c for c in configs if c.section == "micro"]
     real = [c for c in configs if c.section == "real"]
     refs = " / ".join(r for r in ("mimalloc", "glibc") if r in [a.name for a in allocs])
@@ -783,7 +779,7 @@ def write_md(path, configs, allocs, missing, summ, meta, runs=None):
         "Ratio = this allocator / reference: below 1.00 uses less memory. "
         "For redis it is the server's peak.",
         configs, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
-    lines += targets_section(configs, summ, runs or {})
+    lines += targets_section(configs, summ)
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
         f.write(text)
@@ -1328,7 +1324,7 @@ def main():
     else:
         os.makedirs(args.out, exist_ok=True)
         text = write_md(os.path.join(args.out, "latest.md"), configs, allocs,
-                        missing, summ, meta, runs)
+                        missing, summ, meta)
         write_csv(os.path.join(args.out, "latest.csv"), configs, allocs, summ)
         png = os.path.join(args.out, "latest.png")
         ok = write_png(png, configs, allocs, summ,
