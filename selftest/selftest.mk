@@ -245,7 +245,7 @@ check-fastpath: $(shared-lib)
 # ---- the benchmark runner's ratio rules (bench/test_run.py, under a second)
 check-targets += check-bench-harness
 check-bench-harness:
-	$(Q)/usr/bin/python3 $(srctree)/bench/test_run.py
+	$(Q)/usr/bin/python3 -B $(srctree)/bench/test_run.py
 
 # ---- make run: the main job of the quick start
 run: all
