@@ -672,29 +672,33 @@ def targets_section(configs, summ):
     old = [c for c in small if c.bench not in NEW_WORKLOADS]
     win = [c for c in micro if c.bench == "largewin"]
 
-    def r(c, field="median"):
-        return ratio(summ, c.key, "sefer", "mimalloc", field)
-
     rows, misses = [], []
 
+    def measured(cs, field, bound, higher_better):
+        """[(ratio, row)] of the rows of cs that have one, and those on the wrong side."""
+        got = [(ratio(summ, c.key, "sefer", "mimalloc", field), c) for c in cs]
+        got = [(x, c) for x, c in got if x is not None]
+        bad = [(c, field, x, higher_better) for x, c in got
+               if (x < bound if higher_better else x > bound)]
+        return got, bad
+
     def each_row(name, cs, field, bound, higher_better):
-        got = [(r(c, field), c) for c in cs if r(c, field) is not None]
+        got, bad = measured(cs, field, bound, higher_better)
         if not got:
             return
         worst = (min if higher_better else max)(got, key=lambda x: x[0])
-        bad = [(x, c) for x, c in got if (x < bound if higher_better else x > bound)]
         rows.append((name, "worst: %s %.3f" % (worst[1].label(), worst[0]), not bad))
-        misses.extend((c, field, x) for x, c in bad)
+        misses.extend(bad)
 
     def mean_row(name, cs, field, bound, higher_better):
-        g = geomean([r(c, field) for c in cs])
+        got, bad = measured(cs, field, bound, higher_better)
+        g = geomean([x for x, _ in got])
         if g is None:
             return
         ok = g >= bound if higher_better else g <= bound
         rows.append((name, "%.3f" % g, ok))
         if not ok:  # the rows on the wrong side of the bound
-            misses.extend((c, field, r(c, field)) for c in cs if r(c, field) is not None and
-                          (r(c, field) < bound if higher_better else r(c, field) > bound))
+            misses.extend(bad)
 
     each_row("new workloads at 1 and 2 threads: throughput >= 1.00x", new, "median",
              1.0, True)
@@ -716,9 +720,8 @@ def targets_section(configs, summ):
                   "miss is within this machine's noise.", "",
                   "| row | ratio | paired ratios: quartiles (min-max) | sefer ahead |",
                   "|---|---:|---:|---:|"]
-        for c, field, x in misses:
+        for c, field, x, higher_better in misses:
             pr = paired_ratios(summ, c.key, "sefer", "mimalloc", field)
-            higher_better = field == "median" and c.section == "micro"
             ahead = sum(1 for v in pr if (v > 1.0 if higher_better else v < 1.0))
             if pr:
                 q1, q3 = quartiles(pr)
