@@ -376,7 +376,7 @@ static void *leave_current_page(void *arg)
 static void *take_current_page(void *arg)
 {
 	void **v = sefer_malloc(CUR_TAKE * sizeof(*v));
-	int *in_left_segment = arg;
+	int *in_left_page = arg;
 	void *last = cur_v[cur_n - 1];
 
 	for (int i = 0; i < CUR_TAKE; i++) {
@@ -384,7 +384,7 @@ static void *take_current_page(void *arg)
 		ck_assert_ptr_nonnull(v[i]);
 		memset(v[i], i & 0xff, CUR_SIZE);
 		if (page_of(segment_of(v[i]), v[i]) == page_of(segment_of(last), last))
-			(*in_left_segment)++;
+			(*in_left_page)++;
 	}
 	/* every block accounted for: the page's free list, local frees and live blocks agree */
 	ck_assert_uint_eq(sefer_check_heap(), 0);
