@@ -67,10 +67,13 @@ struct sefer_os_ops {
 	 * min(old_size, new_size) bytes without copying or faulting them in again: the OS moves
 	 * the pages (Linux: mremap). The result is aligned to `align` and may be at another
 	 * address; bytes past old_size read as zero; a shrink gives the pages past new_size back.
-	 * Returns NULL on failure, the old reservation then unchanged. The core calls it on a
-	 * large segment whose block no other thread may touch meanwhile (a cached one, or the one
-	 * realloc resizes), unpublished meanwhile, under no lock. NULL: the core maps a new
-	 * segment and releases the old one instead (the large cache), or copies (realloc).
+	 * Returns NULL on failure, the old reservation then unchanged (a backend that moves the
+	 * pages in several calls moves the done ones back; where the OS refuses that too it
+	 * reports and aborts, the one exception to "never abort and never print" above, as the
+	 * pages would be split between two places). The core calls it on a large segment whose
+	 * block no other thread may touch meanwhile (a cached one, or the one realloc resizes),
+	 * unpublished meanwhile, under no lock. NULL: the core maps a new segment and releases
+	 * the old one instead (the large cache), or copies (realloc).
 	 */
 	__must_check void *(*remap)(void *addr, size_t old_size, size_t new_size, size_t align);
 

@@ -105,9 +105,13 @@ fi
 # 2. sefer's own code gives memcheck nothing to report. The suites left out: process (fork
 # with RLIMIT_AS, exec'd children), decommit and generations (their RSS checks count valgrind's
 # own memory; decommit alone takes 60 s under valgrind) and heaps (over three minutes under
-# valgrind: the heap-* misuse modes above cover what the annotations do for heaps).
+# valgrind: the heap-* misuse modes above cover what the annotations do for heaps), os and
+# remap_undo (the backend's mremap moves, asserted with mincore and /proc/self/maps: valgrind
+# 3.19 emulates mremap itself, and after a stepped move it reports the grown part unaddressable
+# and the source still mapped, and a source that starts in a hole, made on purpose, crashes it:
+# "the 'impossible' happened"; both suites run natively and under ASan and TSan).
 # Check's per-test timeouts are for native speed: ten times longer under valgrind.
-SEFER_TEST_SKIP="process decommit generations heaps" CK_TIMEOUT_MULTIPLIER=10 \
+SEFER_TEST_SKIP="process decommit generations heaps os remap_undo" CK_TIMEOUT_MULTIPLIER=10 \
 	"${vg[@]}" --leak-check=no "$dir/selftest/unit/sefer-unit" >"$out/unit.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' "$out/unit.log" &&

@@ -18,6 +18,7 @@ static const struct {
 	{ "decommit", decommit_suite }, { "fastbin", fastbin_suite },
 	{ "pages", pages_suite },	{ "generations", generations_suite },
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
+	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
 };
 
 int main(int argc, char **argv)

@@ -23,6 +23,8 @@ Suite *pages_suite(void);
 Suite *generations_suite(void);
 Suite *hardening_suite(void);
 Suite *heaps_suite(void);
+Suite *os_suite(void);
+Suite *remap_undo_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
