@@ -185,8 +185,8 @@ static void split_pages(void)
  * into their own places. The last step also grows its piece to new_size, so the result is
  * one mapping (a later in-place mremap needs that) reading as zero past old_size; then the
  * emptied sources are unmapped. Returns 1 moved, 0 failed (the pages where they were), -1
- * when the kernel has no MREMAP_DONTUNMAP for this range (before 5.7; valgrind 3.19) and
- * nothing moved.
+ * when the first MREMAP_DONTUNMAP step was refused with EINVAL (a kernel before 5.7) and
+ * nothing moved. A range of one step is moved by the last step alone: its failure is 0.
  */
 static int move_steps(uint8_t *from, size_t old_size, uint8_t *to, size_t new_size)
 {
@@ -203,7 +203,7 @@ static int move_steps(uint8_t *from, size_t old_size, uint8_t *to, size_t new_si
 			munmap(from, off);
 		return 1;
 	}
-	if (!off && errno == EINVAL)
+	if (!off && old_size > OS_STEP && errno == EINVAL)
 		return -1;
 	while (off) {
 		off -= OS_STEP;

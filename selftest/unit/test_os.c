@@ -32,6 +32,16 @@ static void fill_pages(uint8_t *p, size_t size)
 		memset(p + off, (int)(off / os_page() % 251) + 1, 64);
 }
 
+/* A reservation of OLD_SIZE with every page filled (fill_pages). */
+static uint8_t *filled_reservation(void)
+{
+	uint8_t *p = sefer_os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
+
+	ck_assert_ptr_nonnull(p);
+	fill_pages(p, OLD_SIZE);
+	return p;
+}
+
 /* The pages fill_pages wrote at base, now at p + (its offset from base). */
 static void check_pages_of(const uint8_t *p, size_t size, size_t base)
 {
@@ -90,9 +100,7 @@ START_TEST(remap_moves_every_step)
 
 	if (!sefer_os.remap)
 		return;
-	old = sefer_os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
-	ck_assert_ptr_nonnull(old);
-	fill_pages(old, OLD_SIZE);
+	old = filled_reservation();
 	/* Something right after the range: it cannot grow in place, so its pages must move. */
 	block = mmap(old + OLD_SIZE, os_page(), PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -130,9 +138,7 @@ START_TEST(remap_failed_step_moves_back)
 
 	if (!sefer_os.remap)
 		return;
-	old = sefer_os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
-	ck_assert_ptr_nonnull(old);
-	fill_pages(old, OLD_SIZE);
+	old = filled_reservation();
 	ck_assert_int_eq(munmap(old + hole, os_page()), 0);
 	ck_assert_ptr_null(sefer_os.remap(old, OLD_SIZE, NEW_SIZE, SEGMENT_SIZE));
 	check_pages(old, hole);
@@ -144,10 +150,8 @@ END_TEST
 
 START_TEST(release_and_purge_every_step)
 {
-	uint8_t *p = sefer_os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *p = filled_reservation();
 
-	ck_assert_ptr_nonnull(p);
-	fill_pages(p, OLD_SIZE);
 	/* an eager purge drops every page: the range reads as zero and stays usable */
 	ck_assert(sefer_os.purge(p, OLD_SIZE, true));
 	check_zero(p, OLD_SIZE);
