@@ -50,6 +50,10 @@ void heap_reset(struct heap *heap)
 	heap->segments = heap->full_segments = heap->cache = NULL;
 	heap->ncache = 0;
 	heap->next_purge = 0;
+	heap->purge_backoff = 0;
+	heap->backoff_since = 0;
+	heap->purge_deferred = false;
+	heap->warm_spans = heap->warm_at_deferral = 0;
 	memset(&heap->policy, 0, sizeof(heap->policy));
 	heaps_reset(heap);
 }
@@ -207,7 +211,7 @@ static bool abandoned_collect(struct segment *seg)
 	for_each_span(seg, pg, idx) {
 		page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
 		if (page_settle(pg) == 0)
-			span_free_slots(seg, pg);
+			span_free_slots(seg, pg, heap_purge_delay(NULL));
 	}
 	return seg->used_pages == 0;
 }
@@ -242,7 +246,7 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 			emptied = seg;
 			continue;
 		}
-		uint64_t due = segment_purge_due(seg, now, force);
+		uint64_t due = segment_purge_due(seg, now, force, heap_purge_delay(NULL));
 
 		if (due && (!next || due < next))
 			next = due;

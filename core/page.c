@@ -416,7 +416,10 @@ static void heap_purge_due(struct heap *heap, bool force)
 		global_purge(now, force);
 	if (!force && (!heap->next_purge || now < heap->next_purge))
 		return;
+	if (!force && heap_purge_deferred(heap, now))
+		return;
 	heap->next_purge = 0;
+	heap_purge_calm(heap, now);
 	for (struct segment *s = heap->segments; s; s = s->next)
 		segment_purge(heap, s, now, force);
 	for (struct segment *s = heap->full_segments; s; s = s->next)

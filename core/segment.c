@@ -9,14 +9,17 @@
  * thread's slow path without locks, except the registry and segment-table updates and the
  * spare list (spare_lock).
  *
- * Purge timing: a slot that becomes free and dirty is purged once it has stayed so for
- * SEFER_PURGE_DELAY_MS: each dirty slot has its time (its descriptor's dirty_since, unused
- * while the slot is in no span) and seg->purge_at is the earliest deadline, which the owner's
- * slow path checks (heap_purge_due). A deadline purges the slots that are due, not every dirty
- * slot of the segment. The slow path purges after it took what span it needed, and a new span
- * takes dirty slots first (span_alloc): memory one phase of a program freed is reused warm by
- * the next instead of being given back and faulted in again. Empty
- * segments in a heap's cache and on the spare list keep their memory until then too, so a
+ * Purge timing: a slot that becomes free and dirty is purged once it has stayed so for the
+ * delay: each dirty slot has its time (its descriptor's slot_since, unused while the slot is
+ * in a span) and seg->purge_at is the earliest deadline, which the owner's slow path checks
+ * (heap_purge_due). A deadline purges the slots that are due, not every dirty slot of the
+ * segment. The delay is SEFER_PURGE_DELAY_MS for segments no heap owns; core/purge.c makes it
+ * longer for a heap whose purged slots are soon taken again (backoff), and leaves a heap's
+ * slots one more delay when its pass comes late (resuming after a pause). A purged slot's
+ * slot_since holds when it was purged (0: by force). The slow path purges after it took what
+ * span it needed, and a new span takes dirty slots first (span_alloc): memory one phase of a
+ * program freed is reused warm by the next instead of being given back and faulted in again.
+ * Empty segments in a heap's cache and on the spare list keep their memory until then too, so a
  * heap that empties and refills a segment, or a thread generation that follows an exited
  * one, reuses warm memory instead of faulting it in again (and the purge's TLB shootdown is
  * saved). Spare and abandoned segments have no owner to purge them: their deadlines feed
@@ -61,7 +64,7 @@ static void *segment_map(struct heap *heap, size_t size, size_t align, int *node
 	return mem;
 }
 
-static void purge_slots(struct segment *seg, uint64_t mask);
+static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now);
 
 /*
  * ---- guard pages (CONFIG_GUARD_PAGES) ----
@@ -193,7 +196,7 @@ uint64_t segment_deadline(struct segment *seg)
  * force) and return its next deadline, 0 when no slot stays dirty. Its owner, or the holder
  * of HELD_OWNER.
  */
-uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force)
+uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force, uint64_t delay)
 {
 	uint64_t due = 0, next = 0;
 
@@ -207,14 +210,14 @@ uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force)
 		return segment_deadline(seg);
 	for (uint64_t m = seg->dirty_pages; m; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctzll(m);
-		uint64_t at = seg->pages[i].dirty_since + sefer_opt.purge_delay_ms;
+		uint64_t at = seg->pages[i].slot_since + delay;
 
 		if (now >= at)
 			due |= (uint64_t)1 << i;
 		else if (!next || at < next)
 			next = at;
 	}
-	purge_slots(seg, due);
+	purge_slots(seg, due, now);
 	seg->purge_at = next;
 	return next;
 }
@@ -296,7 +299,7 @@ uint64_t spare_purge(uint64_t now, bool force)
 		return 0;
 	}
 	for (struct segment *seg = spare; seg; seg = seg->next) {
-		uint64_t due = segment_purge_due(seg, now, force);
+		uint64_t due = segment_purge_due(seg, now, force, heap_purge_delay(NULL));
 
 		if (due && (!next || due < next))
 			next = due;
@@ -451,14 +454,16 @@ void segment_release(struct segment *seg)
 	sefer_os.release(seg, seg->size);
 }
 
-/* Give back the memory of the dirty slots in mask (now). */
-static void purge_slots(struct segment *seg, uint64_t mask)
+/* Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline). */
+static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 {
 	uint64_t done = mask & seg->dirty_pages;
 
 	mask = done;
 	if (!mask)
 		return;
+	for (uint64_t m = done; m; m &= m - 1)
+		seg->pages[__builtin_ctzll(m)].slot_since = now;
 	while (mask) {
 		unsigned lo = (unsigned)__builtin_ctzll(mask);
 		uint64_t run = mask >> lo;
@@ -479,14 +484,14 @@ static void purge_slots(struct segment *seg, uint64_t mask)
 /* Give back every dirty slot of seg now (its owner, or the holder of HELD_OWNER). */
 void purge_dirty(struct segment *seg)
 {
-	purge_slots(seg, seg->dirty_pages);
+	purge_slots(seg, seg->dirty_pages, 0);
 	seg->purge_at = 0;
 }
 
 /* What of the heap's segment seg is due; its next deadline becomes the heap's. */
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
 {
-	heap_purge_at(heap, segment_purge_due(seg, now, force));
+	heap_purge_at(heap, segment_purge_due(seg, now, force, heap_purge_delay(heap)));
 }
 
 /* Slots of seg became dirty (span_free_slots): its deadline becomes the heap's. */
@@ -494,7 +499,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
-	if (sefer_opt.purge_delay_ms == 0) {
+	if (heap_purge_delay(heap) == 0) {
 		purge_dirty(seg);
 		return;
 	}
@@ -600,6 +605,10 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 
 	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
 	if (purged)
+		purge_backoff_check(heap, seg, purged);
+	if (seg->dirty_pages & bits)
+		heap->warm_spans++;
+	if (purged)
 		stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
 			 (long long)__builtin_popcountll(purged) << SPAGE_SHIFT);
 	seg->free_pages &= ~bits;
@@ -625,7 +634,7 @@ struct page *span_alloc(struct heap *heap, unsigned n)
  * segment; alone for a segment no heap owns, held with HELD_OWNER (heap.c), whose caller
  * purges or spares it.
  */
-void span_free_slots(struct segment *seg, struct page *pg)
+void span_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
 {
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
@@ -634,9 +643,9 @@ void span_free_slots(struct segment *seg, struct page *pg)
 		uint64_t now = sefer_os.clock_ms();
 
 		for (unsigned i = 0; i < n; i++)
-			seg->pages[idx + i].dirty_since = now;
+			seg->pages[idx + i].slot_since = now;
 		if (!seg->purge_at)
-			seg->purge_at = now + sefer_opt.purge_delay_ms;
+			seg->purge_at = now + delay;
 	}
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
@@ -653,7 +662,7 @@ void span_free(struct heap *heap, struct page *pg)
 	struct segment *seg = segment_of(pg);
 	bool had_space = seg->has_space;
 
-	span_free_slots(seg, pg);
+	span_free_slots(seg, pg, heap_purge_delay(heap));
 	if (!had_space) {
 		segment_list_remove(&heap->full_segments, seg);
 		segment_list_push(&heap->segments, seg);
@@ -712,6 +721,6 @@ void segment_drop(struct heap *heap, struct segment *seg)
 		return;
 	}
 	for_each_span(seg, pg, idx)
-		span_free_slots(seg, pg);
+		span_free_slots(seg, pg, heap_purge_delay(NULL));
 	spare_put(seg);
 }

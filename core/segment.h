@@ -86,7 +86,9 @@ struct page {
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
 	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
 	struct page *next, *prev;		       /* bin queue or full queue */
-	uint64_t dirty_since; /* a free dirty slot: ms when its span was freed (segment.c) */
+	/* a free slot: ms when its span was freed (dirty), or when it was purged (0: purged by
+	 * force); unused while the slot is in a span (segment.c, "Purge timing") */
+	uint64_t slot_since;
 } cacheline_aligned;
 
 _Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
@@ -114,7 +116,7 @@ struct segment {
 	uint64_t free_pages;   /* slots in no span */
 	uint64_t dirty_pages;  /* free slots whose memory is committed and was used */
 	uint64_t purged_pages; /* free slots purged (given back to the OS) */
-	uint64_t purge_at;     /* earliest dirty_since + delay of a dirty slot (ms); 0 = none */
+	uint64_t purge_at;     /* earliest slot_since + delay of a dirty slot (ms); 0 = none */
 	uint32_t used_pages;
 	bool has_space;	       /* on heap->segments (else heap->full_segments) */
 
@@ -544,11 +546,16 @@ bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
 void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
 void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
-void span_free_slots(struct segment *seg, struct page *pg) SEFER_INTERNAL;
+void span_free_slots(struct segment *seg, struct page *pg, uint64_t delay) SEFER_INTERNAL;
 void segment_drop(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 void segment_spare(struct segment *seg, bool force) SEFER_INTERNAL;
 uint64_t segment_deadline(struct segment *seg) SEFER_INTERNAL;
-uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
+uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force,
+			   uint64_t delay) SEFER_INTERNAL;
+uint64_t heap_purge_delay(const struct heap *heap) SEFER_INTERNAL;
+void heap_purge_calm(struct heap *heap, uint64_t now) SEFER_INTERNAL;
+bool heap_purge_deferred(struct heap *heap, uint64_t now) SEFER_INTERNAL;
+void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged) SEFER_INTERNAL;
 void purge_dirty(struct segment *seg) SEFER_INTERNAL;
 uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void global_purge_at(uint64_t when) SEFER_INTERNAL;

@@ -53,12 +53,14 @@ SEFER_API void sefer_stats_print(void)
 			      (unsigned long long)st.xthread_frees,
 			      (unsigned long long)st.large_allocs);
 	sefer_message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
-		      "%llu KiB), purged %llu KiB",
+		      "%llu KiB), purged %llu KiB (purge delay raised %llu times)",
 		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
 		      (unsigned long long)st.segments_mapped,
 		      (unsigned long long)st.committed >> 10,
 		      (unsigned long long)st.committed_peak >> 10,
-		      (unsigned long long)st.purged >> 10);
+		      (unsigned long long)st.purged >> 10,
+		      (unsigned long long)atomic_load_explicit(&sefer_gstats.purge_backoffs,
+							       memory_order_relaxed));
 	sefer_message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
 		      "reclaimed %llu, lock waits yielded %llu",
 		      (unsigned long long)st.threads, (unsigned long long)st.heaps,

@@ -14,6 +14,7 @@ struct global_stats {
 	atomic_llong segments, segments_peak, segments_mapped;
 	atomic_llong committed, committed_peak;
 	atomic_llong purged;
+	atomic_llong purge_backoffs; /* heaps' purge delay raised: purged memory needed again */
 	atomic_llong abandoned, reclaimed;
 	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;

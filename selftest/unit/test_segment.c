@@ -101,7 +101,7 @@ END_TEST
  * before a purged or never used one.
  */
 struct purge_case {
-	bool same_segment, a_due_first, b_later, a_purged, b_kept, b_next, warm_taken;
+	bool same_segment, a_due_first, b_later, a_purged, a_stamped, b_kept, b_next, warm_taken;
 };
 
 #define SLOT(i) ((uint64_t)1 << (i))
@@ -121,16 +121,17 @@ static void *purge_after_the_delay(void *arg)
 	c->same_segment = seg == segment_of(b) && seg == segment_of(keep) && ia < ib;
 	span_free(heap, a);
 	due = seg->purge_at;
-	c->a_due_first = due == seg->pages[ia].dirty_since + delay;
+	c->a_due_first = due == seg->pages[ia].slot_since + delay;
 	then = sefer_os.clock_ms();
 	while (sefer_os.clock_ms() == then) /* the clock may tick every few ms (os.h) */
 		nanosleep(&ts, NULL);
 	span_free(heap, b);
-	c->b_later = seg->pages[ib].dirty_since > seg->pages[ia].dirty_since && seg->purge_at == due;
+	c->b_later = seg->pages[ib].slot_since > seg->pages[ia].slot_since && seg->purge_at == due;
 	segment_purge(heap, seg, due, false); /* the pass at a's deadline, wherever the clock is */
 	c->a_purged = (seg->purged_pages & SLOT(ia)) && !(seg->dirty_pages & SLOT(ia));
+	c->a_stamped = seg->pages[ia].slot_since == due; /* when: for the purge backoff */
 	c->b_kept = (seg->dirty_pages & SLOT(ib)) && !(seg->purged_pages & SLOT(ib));
-	c->b_next = seg->purge_at == seg->pages[ib].dirty_since + delay;
+	c->b_next = seg->purge_at == seg->pages[ib].slot_since + delay;
 	n = span_alloc(heap, 1); /* a's slot is lower, purged; b's is dirty */
 	c->warm_taken = n->index == ib;
 	span_free(heap, n);
@@ -151,9 +152,163 @@ START_TEST(purge_after_the_delay_warm_first)
 	ck_assert_msg(c.a_due_first, "the segment's deadline is its first dirty slot's");
 	ck_assert_msg(c.b_later, "a slot freed later keeps the earlier deadline pending");
 	ck_assert_msg(c.a_purged, "at its deadline the first slot is purged");
+	ck_assert_msg(c.a_stamped, "a purged slot keeps the time of the pass that purged it");
 	ck_assert_msg(c.b_kept, "the slot freed later is not purged with it");
 	ck_assert_msg(c.b_next, "the segment's next deadline is that slot's");
 	ck_assert_msg(c.warm_taken, "a new span takes the dirty slot, not the lower purged one");
+}
+END_TEST
+
+/*
+ * Purge backoff (segment.c): a span that takes slots a deadline purged a short while ago
+ * raises its heap's delay to twice the time they were free (at least one step, at most
+ * PURGE_BACKOFF_MAX = 4); slots purged by force, or longer ago than the longest delay, raise
+ * nothing; a purge pass CALM_DELAYS (8) delays after the last change lowers it one step.
+ */
+struct backoff_case {
+	unsigned after_soon, after_forced, after_old, after_long, after_cap, cap_again;
+	uint64_t delay_after_soon;
+	unsigned before_calm, after_calm;
+	bool same_slot;
+};
+
+/* Free pg's span, purge its slot (by a deadline at purged_at; by force with 0), take it. */
+static struct page *purge_and_retake(struct heap *heap, struct page *pg, uint64_t purged_at,
+				     bool *same)
+{
+	struct segment *seg = segment_of(pg);
+	unsigned i = pg->index;
+	struct page *n;
+
+	span_free(heap, pg);
+	purge_dirty(seg); /* forced */
+	if (purged_at)
+		seg->pages[i].slot_since = purged_at; /* as a deadline's pass at purged_at would */
+	n = span_alloc(heap, 1);
+	*same = *same && n == &seg->pages[i];
+	return n;
+}
+
+static void *backoff_thread(void *arg)
+{
+	struct backoff_case *c = arg;
+	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
+	struct heap *heap = heap_get();
+	uint64_t base = heap_purge_delay(NULL), now;
+	struct page *pg = span_alloc(heap, 1);
+
+	c->same_slot = true;
+	/* purged at its deadline, taken again at once: free for one delay -> 2 delays (the
+	 * purge a little after now: the clock may tick before the span looks at it) */
+	now = sefer_os.clock_ms();
+	pg = purge_and_retake(heap, pg, now + base / 2, &c->same_slot);
+	c->after_soon = heap->purge_backoff;
+	c->delay_after_soon = heap_purge_delay(heap);
+	heap->purge_backoff = 0;
+	pg = purge_and_retake(heap, pg, 0, &c->same_slot); /* by force */
+	c->after_forced = heap->purge_backoff;
+	now = sefer_os.clock_ms();
+	pg = purge_and_retake(heap, pg, now - 17 * base, &c->same_slot); /* long ago */
+	c->after_old = heap->purge_backoff;
+	/* purged 2 delays ago, by a deadline 1 delay after the free: free for 3 -> 8 delays */
+	now = sefer_os.clock_ms();
+	pg = purge_and_retake(heap, pg, now - 2 * base, &c->same_slot);
+	c->after_long = heap->purge_backoff;
+	heap->purge_backoff = 0;
+	now = sefer_os.clock_ms();
+	pg = purge_and_retake(heap, pg, now - 15 * base, &c->same_slot); /* free for 16+ */
+	c->after_cap = heap->purge_backoff;
+	now = sefer_os.clock_ms();
+	pg = purge_and_retake(heap, pg, now, &c->same_slot);
+	c->cap_again = heap->purge_backoff;
+	heap_purge_calm(heap, heap->backoff_since + 8 * heap_purge_delay(heap) - 1);
+	c->before_calm = heap->purge_backoff;
+	heap_purge_calm(heap, heap->backoff_since + 8 * heap_purge_delay(heap));
+	c->after_calm = heap->purge_backoff;
+	span_free(heap, pg);
+	sefer_free(keep);
+	return NULL;
+}
+
+START_TEST(purge_backoff_follows_reuse)
+{
+	struct backoff_case c = { 0 };
+	uint64_t base = heap_purge_delay(NULL);
+	pthread_t t;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || base > 1000)
+		return; /* nothing is purged, everything at once, or a delay the clock cannot test */
+	ck_assert_int_eq(pthread_create(&t, NULL, backoff_thread, &c), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(c.same_slot, "a one-slot span takes the lowest free slot, the purged one");
+	ck_assert_uint_eq(c.after_soon, 1);
+	ck_assert_uint_eq(c.delay_after_soon, 2 * base);
+	ck_assert_uint_eq(c.after_forced, 0);
+	ck_assert_uint_eq(c.after_old, 0);
+	ck_assert_uint_eq(c.after_long, 3);
+	ck_assert_uint_eq(c.after_cap, 4);
+	ck_assert_uint_eq(c.cap_again, 4);
+	ck_assert_uint_eq(c.before_calm, 4);
+	ck_assert_uint_eq(c.after_calm, 3);
+}
+END_TEST
+
+/*
+ * Resuming (segment.c): a pass half a delay or more after the heap's deadline leaves the heap's
+ * slots for one more delay; the next late pass purges unless the heap took dirty slots since.
+ */
+struct resume_case {
+	bool timely_purges, late_defers, next_in_a_delay, again_purges, warm_counted,
+		after_warm_defers;
+};
+
+static void *resume_thread(void *arg)
+{
+	struct resume_case *c = arg;
+	void *keep = sefer_malloc(16);
+	struct heap *heap = heap_get();
+	uint64_t delay = heap_purge_delay(heap), t = 1000000;
+	uint64_t warm;
+	struct page *pg;
+
+	heap->next_purge = t;
+	c->timely_purges = !heap_purge_deferred(heap, t + delay / 2 - 1);
+	c->late_defers = heap_purge_deferred(heap, t + delay / 2);
+	c->next_in_a_delay = heap->next_purge == t + delay / 2 + delay;
+	t = heap->next_purge;
+	c->again_purges = !heap_purge_deferred(heap, t + delay); /* no dirty slot taken since */
+	heap->next_purge = t;
+	c->late_defers = c->late_defers && heap_purge_deferred(heap, t + delay);
+	t = heap->next_purge;
+	pg = span_alloc(heap, 1);
+	span_free(heap, pg); /* a dirty slot ... */
+	warm = heap->warm_spans;
+	pg = span_alloc(heap, 1); /* ... taken again */
+	c->warm_counted = heap->warm_spans == warm + 1;
+	c->after_warm_defers = heap_purge_deferred(heap, t + delay);
+	span_free(heap, pg);
+	heap->next_purge = 0;
+	heap->purge_deferred = false;
+	sefer_free(keep);
+	return NULL;
+}
+
+START_TEST(late_pass_defers_once)
+{
+	struct resume_case c = { 0 };
+	uint64_t base = heap_purge_delay(NULL);
+	pthread_t t;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || base > 1000)
+		return;
+	ck_assert_int_eq(pthread_create(&t, NULL, resume_thread, &c), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(c.timely_purges, "a pass less than half a delay late purges");
+	ck_assert_msg(c.late_defers, "a late pass defers");
+	ck_assert_msg(c.next_in_a_delay, "the deferred pass comes a delay later");
+	ck_assert_msg(c.again_purges, "a second late pass with no warm span since purges");
+	ck_assert_msg(c.warm_counted, "a span that takes a dirty slot is counted warm");
+	ck_assert_msg(c.after_warm_defers, "a late pass after a warm span defers again");
 }
 END_TEST
 
@@ -168,6 +323,8 @@ Suite *segment_suite(void)
 	tcase_add_test(tc, metadata_fits);
 	tcase_add_test(tc, heap_is_consistent);
 	tcase_add_test(tc, purge_after_the_delay_warm_first);
+	tcase_add_test(tc, purge_backoff_follows_reuse);
+	tcase_add_test(tc, late_pass_defers_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
