@@ -406,8 +406,10 @@ void page_emptied(struct page *pg)
 /*
  * Purge what is due: this heap's segments (and its cached empty ones), then the spare and
  * abandoned segments of exited heaps when the global deadline has passed. All with force.
+ * took_span: the heap's slow path just took a span (a late pass may then defer, purge.c); not
+ * for sefer_collect(), which purges what aged out whenever the program asks.
  */
-static void heap_purge_due(struct heap *heap, bool force)
+static void heap_purge_due(struct heap *heap, bool force, bool took_span)
 {
 	uint64_t now = sefer_os.clock_ms();
 	uint64_t global = atomic_load_explicit(&sefer_purge_at, memory_order_relaxed);
@@ -416,7 +418,7 @@ static void heap_purge_due(struct heap *heap, bool force)
 		global_purge(now, force);
 	if (!force && (!heap->next_purge || now < heap->next_purge))
 		return;
-	if (!force && heap_purge_deferred(heap, now))
+	if (!force && took_span && heap_purge_deferred(heap, now))
 		return;
 	heap->next_purge = 0;
 	heap_purge_calm(heap, now);
@@ -476,7 +478,7 @@ retry:
 	/* after the span took the dirty slots it wanted (segment.c) */
 	if (IS_ENABLED(CONFIG_DECOMMIT) &&
 	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
-		heap_purge_due(heap, false);
+		heap_purge_due(heap, false, true);
 	if (!pg)
 		return NULL;
 	page_init(heap, pg, bin);
@@ -561,5 +563,5 @@ void heap_collect(struct heap *heap, bool force)
 	heap_release_empty(heap, true);
 	policy_collect_all(heap, force);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
-		heap_purge_due(heap, force);
+		heap_purge_due(heap, force, false);
 }

@@ -81,7 +81,8 @@ void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged
  * make the phase fault it in again (a server's next burst of requests). Such a pass leaves
  * the heap's slots for one more delay, and the next one purges what is still due, unless the
  * heap took dirty slots since (the deferral was right: the new phase reused the memory).
- * Returns whether this pass is deferred.
+ * Only the pass after a span (page_find) asks; sefer_collect() purges what aged out. Returns
+ * whether this pass is deferred.
  */
 bool heap_purge_deferred(struct heap *heap, uint64_t now)
 {
