@@ -128,10 +128,10 @@ struct heap {
 	uint64_t tid;
 	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
 	/* The heap's purge delay is SEFER_PURGE_DELAY_MS << purge_backoff: raised when a span
-	 * takes slots purged a short while ago, lowered after a calm spell (segment.c) */
+	 * takes slots purged a short while ago, lowered after a calm spell (purge.c) */
 	unsigned purge_backoff;
 	uint64_t backoff_since; /* ms of the last change of purge_backoff */
-	/* A late pass left the heap's slots for one more delay (segment.c, "resuming") */
+	/* A late pass left the heap's slots for one more delay (purge.c, "resuming") */
 	bool purge_deferred;
 	uint64_t warm_spans;	   /* spans that took dirty slots */
 	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */

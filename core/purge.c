@@ -32,12 +32,18 @@
 #define PURGE_BACKOFF_MAX 4
 #define CALM_DELAYS 8
 
+/* A base delay this long is "never" (mallopt's M_TRIM_THRESHOLD < 0): no backoff applies. */
+static inline bool delay_is_never(uint64_t base)
+{
+	return base > ((uint64_t)1 << 48);
+}
+
 /* The purge delay of heap's segments; SEFER_PURGE_DELAY_MS with heap NULL (no owner). */
 uint64_t heap_purge_delay(const struct heap *heap)
 {
 	uint64_t base = __atomic_load_n(&sefer_opt.purge_delay_ms, __ATOMIC_RELAXED);
 
-	if (!heap || base > ((uint64_t)1 << 48)) /* a "never" stays never */
+	if (!heap || delay_is_never(base))
 		return base;
 	return base << heap->purge_backoff;
 }
@@ -48,8 +54,7 @@ void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged
 	uint64_t base = heap_purge_delay(NULL), delay = heap_purge_delay(heap), now, since = 0;
 	unsigned k = heap->purge_backoff;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !delay || delay == base << PURGE_BACKOFF_MAX ||
-	    base > ((uint64_t)1 << 48))
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || delay_is_never(base) || k >= PURGE_BACKOFF_MAX)
 		return;
 	for (uint64_t m = purged; m; m &= m - 1) {
 		uint64_t t = seg->pages[__builtin_ctzll(m)].slot_since;

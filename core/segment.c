@@ -604,13 +604,13 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	uint64_t purged = seg->purged_pages & bits;
 
 	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
-	if (purged)
-		purge_backoff_check(heap, seg, purged);
 	if (seg->dirty_pages & bits)
 		heap->warm_spans++;
-	if (purged)
+	if (purged) {
+		purge_backoff_check(heap, seg, purged);
 		stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
 			 (long long)__builtin_popcountll(purged) << SPAGE_SHIFT);
+	}
 	seg->free_pages &= ~bits;
 	seg->dirty_pages &= ~bits;
 	seg->purged_pages &= ~bits;

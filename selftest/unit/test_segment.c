@@ -95,6 +95,23 @@ START_TEST(heap_is_consistent)
 }
 END_TEST
 
+/* Run fn(arg) on a new thread (a fresh heap of its own) and wait for it. */
+static void on_new_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+/* Can the purge-backoff tests run: purging on, a delay, one the clock can measure? */
+static bool backoff_testable(void)
+{
+	uint64_t base = heap_purge_delay(NULL);
+
+	return IS_ENABLED(CONFIG_DECOMMIT) && base && base <= 1000;
+}
+
 /*
  * Purge timing and warm reuse (segment.c): a slot is purged once it stayed free and dirty for
  * the delay, not because another slot of its segment is due; a new span takes a dirty slot
@@ -142,12 +159,10 @@ static void *purge_after_the_delay(void *arg)
 START_TEST(purge_after_the_delay_warm_first)
 {
 	struct purge_case c = { 0 };
-	pthread_t t;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !sefer_opt.purge_delay_ms)
 		return; /* nothing is purged, or everything at once */
-	ck_assert_int_eq(pthread_create(&t, NULL, purge_after_the_delay, &c), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	on_new_thread(purge_after_the_delay, &c);
 	ck_assert_msg(c.same_segment, "two one-slot spans of a fresh heap share its segment");
 	ck_assert_msg(c.a_due_first, "the segment's deadline is its first dirty slot's");
 	ck_assert_msg(c.b_later, "a slot freed later keeps the earlier deadline pending");
@@ -238,12 +253,10 @@ START_TEST(purge_backoff_follows_reuse)
 {
 	struct backoff_case c = { 0 };
 	uint64_t base = heap_purge_delay(NULL);
-	pthread_t t;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || base > 1000)
+	if (!backoff_testable())
 		return; /* nothing is purged, everything at once, or a delay the clock cannot test */
-	ck_assert_int_eq(pthread_create(&t, NULL, backoff_thread, &c), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	on_new_thread(backoff_thread, &c);
 	ck_assert_msg(c.same_slot, "a one-slot span takes the lowest free slot, the purged one");
 	ck_assert_uint_eq(c.after_soon, 1);
 	ck_assert_uint_eq(c.delay_after_soon, 2 * base);
@@ -311,13 +324,10 @@ static void *resume_thread(void *arg)
 START_TEST(late_pass_defers_once)
 {
 	struct resume_case c = { 0 };
-	uint64_t base = heap_purge_delay(NULL);
-	pthread_t t;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || base > 1000)
+	if (!backoff_testable())
 		return;
-	ck_assert_int_eq(pthread_create(&t, NULL, resume_thread, &c), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	on_new_thread(resume_thread, &c);
 	ck_assert_msg(c.timely_purges, "a pass less than half a delay late purges");
 	ck_assert_msg(c.late_defers, "a late pass defers");
 	ck_assert_msg(c.next_in_a_delay, "the deferred pass comes a delay later");
