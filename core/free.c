@@ -239,6 +239,9 @@ void free_slow(void *p)
 	 * (heap.c). Adopting on free instead made a thread that frees old items (the next
 	 * generation taking over its predecessor's, a main thread reaping its workers) own
 	 * every segment it touched and spread its allocations over all of them: threadgen at
-	 * two threads peaked at 2x mimalloc's RSS that way, and at 1.0x without. */
+	 * two threads peaked at 2x mimalloc's RSS that way, and at 1.0x without. Freeing into
+	 * an abandoned segment marks it as this heap's to reclaim first (abandoned_pick). */
+	if (!owner && atomic_load_explicit(&seg->freed_by, memory_order_relaxed) != heap)
+		atomic_store_explicit(&seg->freed_by, heap, memory_order_relaxed);
 	xthread_free(heap, seg, pg, p);
 }

@@ -8,7 +8,10 @@
  *   abandoned_lock  protects the abandoned-segment list (segments with owner == NULL).
  * A segment leaves the abandoned list only after a thread won the CAS owner NULL -> heap, so
  * exactly one thread adopts it. A purge of abandoned segments holds each one for its duration
- * by the CAS owner NULL -> HELD_OWNER, so no adopter touches it meanwhile.
+ * by the CAS owner NULL -> HELD_OWNER, so no adopter touches it meanwhile. An abandoned
+ * segment's freed_by (the last heap that freed into it) is a hint only, written without a
+ * lock: a stale or racing value changes which segment is reclaimed first, never whether a
+ * reclaim is correct.
  *
  * Thread exit keeps memory warm for the next thread: empty segments become spares, abandoned
  * ones keep their dirty free slots until their purge deadline (segment.c, "Purge timing").
@@ -185,6 +188,7 @@ static void abandon_segments(struct heap *heap, struct segment *list)
 		uint64_t due = segment_deadline(seg);
 
 		next = seg->next;
+		atomic_store_explicit(&seg->freed_by, NULL, memory_order_relaxed);
 		spin_lock(&abandoned_lock);
 		seg->prev = NULL;
 		seg->next = abandoned;
@@ -332,12 +336,47 @@ static void abandoned_unlink(struct segment *seg) __must_hold(&abandoned_lock)
 	stat_add(&sefer_gstats.abandoned, NULL, -1);
 }
 
+/* Win seg for heap (owner NULL -> heap). abandoned_lock held. */
+static bool abandoned_take(struct heap *heap, struct segment *seg) __must_hold(&abandoned_lock)
+{
+	struct heap *expect = NULL;
+
+	/* acquire: pairs with the release store of NULL in abandon_segments(). */
+	return atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+/*
+ * The abandoned segment heap should take next: among the first RECLAIM_SCAN of the list, one
+ * that heap has freed into since it was abandoned (free_slow sets freed_by), else the first
+ * that can be taken. heap holds blocks of the segments it frees into: the next round of
+ * threads that takes over its predecessor's blocks (larson-rounds) then reclaims that
+ * predecessor's memory, not another lane's, whose blocks another thread is freeing; with the
+ * list head alone, two lanes swapped segments at every round and most of their frees became
+ * cross-thread frees into a live owner. Returns NULL if none can be taken.
+ * abandoned_lock held.
+ */
+static struct segment *abandoned_pick(struct heap *heap) __must_hold(&abandoned_lock)
+{
+	struct segment *seg;
+	int n = 0;
+
+	for (seg = abandoned; seg && n < RECLAIM_SCAN; seg = seg->next, n++)
+		if (atomic_load_explicit(&seg->freed_by, memory_order_relaxed) == heap &&
+		    abandoned_take(heap, seg))
+			return seg;
+	for (seg = abandoned; seg; seg = seg->next)
+		if (abandoned_take(heap, seg))
+			return seg;
+	return NULL;
+}
+
 /*
  * Adopt abandoned segments into heap (collecting the frees other threads pushed into them and
  * giving back their empty pages) until one gives `bin` a page to allocate from or has free
- * page slots, at most RECLAIM_TRIES of them. Called by page_find() when the heap has neither:
- * the memory of exited threads is reused before new memory is mapped. Returns whether any
- * segment was adopted.
+ * page slots, at most RECLAIM_TRIES of them, the ones heap has freed into first
+ * (abandoned_pick). Called by page_find() when the heap has neither: the memory of exited
+ * threads is reused before new memory is mapped. Returns whether any segment was adopted.
  */
 bool abandoned_reclaim(struct heap *heap, unsigned bin)
 {
@@ -349,15 +388,7 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
 		if (!__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
 			break;
 		spin_lock(&abandoned_lock);
-		for (seg = abandoned; seg; seg = seg->next) {
-			struct heap *expect = NULL;
-
-			/* acquire: pairs with the release store of NULL in abandon_segments(). */
-			if (atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
-								    memory_order_acquire,
-								    memory_order_relaxed))
-				break;
-		}
+		seg = abandoned_pick(heap);
 		if (seg)
 			abandoned_unlink(seg);
 		spin_unlock(&abandoned_lock);

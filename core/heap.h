@@ -39,6 +39,7 @@ struct heap_stats {
 };
 
 #define RECLAIM_TRIES 8 /* abandoned segments adopted at most per page_find() miss */
+#define RECLAIM_SCAN 16 /* abandoned segments searched for one the heap freed into */
 
 /*
  * The owned-segment cache, one per thread (initial-exec TLS, so the free fast path reads it

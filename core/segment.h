@@ -110,6 +110,8 @@ struct segment {
 	size_t size; /* bytes mapped */
 	uintptr_t cookie;
 	struct segment *next, *prev; /* heap's list, abandoned list, or segment cache */
+	/* abandoned: the heap that last freed into it (reclaim's hint, heap.c); else stale */
+	_Atomic(struct heap *) freed_by;
 	struct sync_node reg;	     /* registry of live segments (RCU-walked) */
 
 	/* small segments, owner-only */

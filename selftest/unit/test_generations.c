@@ -5,7 +5,8 @@
  *
  *  - spares: a thread's empty segments become spares; the next thread maps none of its own.
  *  - reclaim, not adopt-on-free: a thread that only frees an exited thread's blocks does not
- *    take its segments over; the next thread that needs memory reclaims them.
+ *    take its segments over; the next thread that needs memory reclaims them, first the ones
+ *    it has freed into (two lanes of thread rounds each take their own predecessor's memory).
  *  - bounded: 40 generations of threads that share items keep the segment count where the
  *    first generations left it; when the last worker exits, committed bytes and RSS come back.
  *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
@@ -179,6 +180,95 @@ START_TEST(freeing_thread_does_not_adopt)
 		ck_assert_uint_eq(st1.segments_mapped, st0.segments_mapped);
 	for (int i = 0; i < NLEFT; i++)
 		sefer_free(again[i]);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/* Two lanes, as in larson-rounds: lane l's thread fills lane_v[l] and stays alive until told
+ * to exit, so the two lanes' blocks are in different segments. */
+#define NLANE 2000
+#define LANE_SIZE 64
+static void *lane_v[2][NLANE];
+static void *lane_again[NLANE / 2];
+static atomic_int lanes_ready, lane_exit[2];
+
+static void *lane_fill(void *arg)
+{
+	int l = (int)(intptr_t)arg;
+
+	for (int i = 0; i < NLANE; i++) {
+		lane_v[l][i] = sefer_malloc(LANE_SIZE);
+		memset(lane_v[l][i], 'a' + l, LANE_SIZE);
+	}
+	atomic_fetch_add(&lanes_ready, 1);
+	while (!atomic_load(&lane_exit[l]))
+		sleep_ms(1);
+	return NULL; /* exits with every block live: its segment is abandoned */
+}
+
+struct successor {
+	struct segment *own, *other;
+	struct heap *me, *own_owner, *other_owner;
+};
+
+/* Lane 0's next thread: frees half its predecessor's blocks, then allocates as many. */
+static void *lane_successor(void *arg)
+{
+	struct successor *s = arg;
+
+	/* no ck_assert here: Check's bookkeeping mallocs, which would reclaim before the frees */
+	for (int i = 0; i < NLANE / 2; i++)
+		sefer_free(lane_v[0][i]);
+	for (int i = 0; i < NLANE / 2; i++)
+		lane_again[i] = sefer_malloc(LANE_SIZE);
+	s->me = heap_get();
+	s->own_owner = atomic_load(&s->own->owner);
+	s->other_owner = atomic_load(&s->other->owner);
+	return NULL;
+}
+
+START_TEST(reclaim_takes_the_segment_freed_into)
+{
+	pthread_t k = start_keepalive(), t[2];
+	struct successor s;
+
+	atomic_store(&lanes_ready, 0);
+	for (int l = 0; l < 2; l++) {
+		atomic_store(&lane_exit[l], 0);
+		pthread_create(&t[l], NULL, lane_fill, (void *)(intptr_t)l);
+		while (atomic_load(&lanes_ready) <= l) /* lane 1 fills while lane 0 lives */
+			sleep_ms(1);
+	}
+	for (int l = 0; l < 2; l++) { /* lane 0 exits first: lane 1's segment heads the list */
+		atomic_store(&lane_exit[l], 1);
+		pthread_join(t[l], NULL);
+	}
+	s.own = segment_of(lane_v[0][0]);
+	s.other = segment_of(lane_v[1][0]);
+	ck_assert_ptr_ne(s.own, s.other);
+	ck_assert_ptr_null(atomic_load(&s.own->owner));
+	ck_assert_ptr_null(atomic_load(&s.other->owner));
+
+	for (int i = 0; i < NLANE; i++)
+		ck_assert_uint_eq(((uint8_t *)lane_v[0][i])[LANE_SIZE - 1], 'a');
+	pthread_create(&t[0], NULL, lane_successor, &s);
+	pthread_join(t[0], NULL);
+	/* With the list head alone it took lane 1's segment, whose blocks another thread would
+	 * free: every one of them a cross-thread free into a live owner. */
+	ck_assert_msg(s.own_owner == s.me, "lane 0's successor did not reclaim lane 0's segment");
+	ck_assert_msg(s.other_owner == NULL, "lane 0's successor took lane 1's segment");
+	for (int i = 0; i < NLANE / 2; i++)
+		ck_assert_ptr_eq(segment_of(lane_again[i]), s.own);
+
+	for (int i = 0; i < NLANE / 2; i++) {
+		sefer_free(lane_again[i]);
+		sefer_free(lane_v[0][NLANE / 2 + i]);
+	}
+	for (int i = 0; i < NLANE; i++) {
+		ck_assert_uint_eq(((uint8_t *)lane_v[1][i])[0], 'b');
+		sefer_free(lane_v[1][i]);
+	}
 	stop_keepalive(k);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
@@ -439,6 +529,7 @@ Suite *generations_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, spares_serve_the_next_thread);
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
+	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, unsettled_pages_taken_over);
