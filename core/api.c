@@ -8,12 +8,12 @@
 #include "core/sized.h"
 #include "sefer.h"
 
-SEFER_API void *sefer_malloc(size_t size)
+SEFER_API hot_entry void *sefer_malloc(size_t size)
 {
 	return sefer_malloc_inline(size);
 }
 
-SEFER_API void sefer_free(void *p)
+SEFER_API hot_entry void sefer_free(void *p)
 {
 	sefer_free_inline(p);
 }

@@ -24,6 +24,12 @@
 #define always_inline inline __attribute__((always_inline))
 #define CACHELINE 64
 #define cacheline_aligned __attribute__((aligned(CACHELINE)))
+/*
+ * The fast-path entry points (malloc, free and their twins) start on a cache line: where they
+ * fall otherwise depends on the size of unrelated code before them, and a free that straddled
+ * three lines instead of two cost 16-byte bulk churn 7% after a change elsewhere in the file.
+ */
+#define hot_entry __attribute__((aligned(CACHELINE)))
 /* sefer_vformat is C99 printf (%zu, %llu), not the msvcrt one mingw's "printf" checks for. */
 #if defined(_WIN32) && !defined(__clang__)
 #define __sefer_printf(f, a) __attribute__((format(gnu_printf, f, a)))

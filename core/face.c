@@ -17,12 +17,12 @@
 
 #define FACE __attribute__((visibility("default")))
 
-FACE void *malloc(size_t size)
+FACE hot_entry void *malloc(size_t size)
 {
 	return sefer_malloc_inline(size);
 }
 
-FACE void free(void *p)
+FACE hot_entry void free(void *p)
 {
 	sefer_free_inline(p);
 }

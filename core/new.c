@@ -117,7 +117,7 @@ void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt);
 void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt);
 
 /* ---- operator new ---- */
-FACE void *_Znwm(size_t size)
+FACE hot_entry void *_Znwm(size_t size)
 {
 	return new_plain(size);
 }
@@ -158,7 +158,7 @@ FACE void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const v
 }
 
 /* ---- operator delete ---- */
-FACE void _ZdlPv(void *p)
+FACE hot_entry void _ZdlPv(void *p)
 {
 	sefer_free_inline(p);
 }
@@ -168,7 +168,7 @@ FACE void _ZdaPv(void *p)
 	sefer_free_inline(p);
 }
 
-FACE void _ZdlPvm(void *p, size_t size)
+FACE hot_entry void _ZdlPvm(void *p, size_t size)
 {
 	if (sized_free_ok("operator delete", p, size, 0))
 		sefer_free_inline(p);
