@@ -27,7 +27,8 @@
 /*
  * The fast-path entry points (malloc, free and their twins) start on a cache line: where they
  * fall otherwise depends on the size of unrelated code before them, and a free that straddled
- * three lines instead of two cost 16-byte bulk churn 7% after a change elsewhere in the file.
+ * three lines instead of two cost 16-byte bulk churn 7% after a slow-path change elsewhere in
+ * the library.
  */
 #define hot_entry __attribute__((aligned(CACHELINE)))
 /* sefer_vformat is C99 printf (%zu, %llu), not the msvcrt one mingw's "printf" checks for. */
