@@ -195,6 +195,7 @@ BUDGET = {
     "bignum": (20000, 50000, 0),
     "largewin": (10, 100, 0),  # whole budget always run: UNCAPPED
     "bursts": (8, 20, 0),  # bursts 100 ms apart: 0.7 s of idle gaps per run in QUICK; UNCAPPED
+    "falseshare": (32000, 100000, 0),  # steps of 8 blocks x 8 B x 100 writes
 }
 
 # Rows that run their whole budget under every allocator (--max-secs 0): their peak RSS depends
@@ -260,6 +261,8 @@ def micro_configs(bindir, threads, mode, pin_all, only):
     add("bignum", "pi+e", [], threads)
     add("largewin", "20x5..25M", [], threads)
     add("bursts", "100ms", [], threads)
+    add("falseshare", "active", ["--passive", "0"], threads)
+    add("falseshare", "passive", ["--passive", "1"], threads)
     return out
 
 
@@ -667,7 +670,7 @@ def headline_table(configs, allocs, summ):
 NEW_WORKLOADS = ("larson-rounds", "randpos", "threadgen", "bignum", "largewin")
 # Rows added after issue 10 set its targets: in every table, in no throughput target (the issue
 # names "existing" rows and the five above), listed under the targets with their ratios.
-LATER_WORKLOADS = ("bursts",)
+LATER_WORKLOADS = ("bursts", "falseshare")
 
 
 def quartiles(xs):
