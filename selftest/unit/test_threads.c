@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Threads: cross-thread free reuse, exit while others free, adoption, stats, lock waits. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,92 @@ START_TEST(many_short_threads)
 END_TEST
 
 /*
+ * No false sharing by the allocator: a block one thread holds never shares a 64-byte cache line
+ * with a block another thread holds at the same time, even after the other thread freed this
+ * thread's neighbours (the passive case: a free that kept the block in the freeing thread would
+ * hand it back there). Each thread allocates from its own heap's pages, and a cross-thread free
+ * returns the block to its owner's page (core/free.c).
+ */
+#define FS_N 256
+#define FS_SIZES 5
+static const size_t fs_size[FS_SIZES] = { 1, 8, 24, 40, 200 };
+static uint8_t *fs_main[FS_SIZES][FS_N];
+#define FS_MAX_LINES (FS_SIZES * FS_N * 5) /* a block of 200 B covers at most 5 lines */
+static uintptr_t fs_lines[FS_MAX_LINES];
+static atomic_int fs_stage;
+
+static int cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void *fs_other(void *arg)
+{
+	uint8_t *(*mine)[FS_N] = arg;
+
+	/* free the main thread's odd blocks, the neighbours of those it keeps */
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 1; i < FS_N; i += 2)
+			sefer_free(fs_main[k][i]);
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++)
+			mine[k][i] = sefer_malloc(fs_size[k]);
+	atomic_store(&fs_stage, 1);
+	while (atomic_load(&fs_stage) != 2) /* hold them while the main thread compares */
+		sched_yield();
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++)
+			sefer_free(mine[k][i]);
+	return NULL;
+}
+
+START_TEST(no_line_shared_between_threads)
+{
+	static uint8_t *other[FS_SIZES][FS_N];
+	size_t nlines = 0, shared = 0;
+	pthread_t t;
+
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++)
+			fs_main[k][i] = sefer_malloc(fs_size[k]);
+	atomic_store(&fs_stage, 0);
+	pthread_create(&t, NULL, fs_other, other);
+	while (atomic_load(&fs_stage) != 1)
+		sched_yield();
+	/* the main thread's blocks now: the even ones it kept, and as many new ones */
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 1; i < FS_N; i += 2)
+			fs_main[k][i] = sefer_malloc(fs_size[k]);
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++) {
+			uintptr_t a = (uintptr_t)fs_main[k][i];
+
+			for (uintptr_t l = a >> 6; l <= (a + fs_size[k] - 1) >> 6; l++) {
+				ck_assert_uint_lt(nlines, FS_MAX_LINES);
+				fs_lines[nlines++] = l;
+			}
+		}
+	qsort(fs_lines, nlines, sizeof(fs_lines[0]), cmp_uptr);
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++) {
+			uintptr_t a = (uintptr_t)other[k][i];
+
+			for (uintptr_t l = a >> 6; l <= (a + fs_size[k] - 1) >> 6; l++)
+				shared += bsearch(&l, fs_lines, nlines, sizeof(fs_lines[0]),
+						  cmp_uptr) != NULL;
+		}
+	atomic_store(&fs_stage, 2);
+	pthread_join(t, NULL);
+	ck_assert_msg(shared == 0, "%zu cache lines hold blocks of both threads", shared);
+	for (int k = 0; k < FS_SIZES; k++)
+		for (int i = 0; i < FS_N; i++)
+			sefer_free(fs_main[k][i]);
+}
+END_TEST
+
+/*
  * A spinlock waiter gives its CPU away once it has spun a while (core/lock.h): while the holder
  * keeps the lock (here it sleeps, as a preempted holder would not run), the waiter yields, and
  * the stats count it. Needs CONFIG_STATS and a backend with a yield op.
@@ -199,6 +286,7 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, producer_consumer_bounded);
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
+	tcase_add_test(tc, no_line_shared_between_threads);
 	if (IS_ENABLED(CONFIG_STATS) && sefer_os.yield)
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
