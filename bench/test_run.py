@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The ratio rules of bench/run.py on made-up runs: a ratio to a peer is the median of the
-paired ratios (each run over the peer's run of the same turn), not the ratio of two medians;
-latest.csv keeps the runs so that the summaries read back from it pair the same way; a CSV
-written before it kept them falls back to the ratio of the medians. Run by make
-check-bench-harness; prints one line, exits 1 on a mismatch."""
+"""The ratio rules of bench/report.py (the runner's results) on made-up runs: a ratio to a peer
+is the median of the paired ratios (each run over the peer's run of the same turn), not the
+ratio of two medians; latest.csv keeps the runs so that the summaries read back from it pair
+the same way; a CSV written before it kept them falls back to the ratio of the medians. Run by
+make check-bench-harness; prints one line, exits 1 on a mismatch."""
 import csv
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 import run  # noqa: E402
 
 failures = []
@@ -35,38 +36,38 @@ cfg = run.Config("micro", "steady", "256live", 1, 0, [])
 allocs = [run.Alloc(n, None, "", "") for n in ("sefer", "mimalloc")]
 runs = {(cfg.key, "sefer"): outcomes(a, [1000, 1000, 1100, None, 1000]),
         (cfg.key, "mimalloc"): outcomes(b, [2000, 2000, 2200, 2000, 2000])}
-summ = run.summarise([cfg], allocs, runs)
+summ = report.summarise([cfg], allocs, runs)
 paired = sorted(x / y for x, y in zip(a, b))[2]
-expect("throughput ratio is the paired median", run.ratio(summ, cfg.key, "sefer", "mimalloc",
+expect("throughput ratio is the paired median", report.ratio(summ, cfg.key, "sefer", "mimalloc",
                                                           "median"), paired)
 expect("the paired median here is a's lead", paired, 1.05)
-expect("RSS ratio pairs the runs that have one", run.ratio(summ, cfg.key, "sefer", "mimalloc",
+expect("RSS ratio pairs the runs that have one", report.ratio(summ, cfg.key, "sefer", "mimalloc",
                                                            "rss"), 0.5)
-expect("a row against itself", run.ratio(summ, cfg.key, "sefer", "sefer", "median"), 1.0)
+expect("a row against itself", report.ratio(summ, cfg.key, "sefer", "sefer", "median"), 1.0)
 
 # A failed run: no ratio at all.
 bad = dict(runs)
 bad[(cfg.key, "mimalloc")] = outcomes(b, [1] * 5)[:4] + [run.Outcome(err="timeout")]
-if run.ratio(run.summarise([cfg], allocs, bad), cfg.key, "sefer", "mimalloc",
+if report.ratio(report.summarise([cfg], allocs, bad), cfg.key, "sefer", "mimalloc",
              "median") is not None:
     failures.append("a row with a failed run still has a ratio")
 
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "latest.csv")
-    run.write_csv(path, [cfg], allocs, summ)
+    report.write_csv(path, [cfg], allocs, summ)
     rows = {r["allocator"]: r for r in csv.DictReader(open(path))}
     expect("CSV ratio column", float(rows["sefer"]["ratio_mimalloc"]), paired)
-    back = {(cfg.key, n): run.csv_summary(rows[n]) for n in rows}
-    expect("ratio read back from the CSV", run.ratio(back, cfg.key, "sefer", "mimalloc",
+    back = {(cfg.key, n): report.csv_summary(rows[n]) for n in rows}
+    expect("ratio read back from the CSV", report.ratio(back, cfg.key, "sefer", "mimalloc",
                                                      "median"), paired)
-    expect("RSS ratio read back from the CSV", run.ratio(back, cfg.key, "sefer", "mimalloc",
+    expect("RSS ratio read back from the CSV", report.ratio(back, cfg.key, "sefer", "mimalloc",
                                                          "rss"), 0.5)
     # a CSV from before the per-turn columns: the ratio of the medians
     for n in rows:
         del rows[n]["turn_values"], rows[n]["turn_rss_kb"]
-    old = {(cfg.key, n): run.csv_summary(rows[n]) for n in rows}
+    old = {(cfg.key, n): report.csv_summary(rows[n]) for n in rows}
     expect("an old CSV falls back to the ratio of the medians",
-           run.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
+           report.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
            sorted(a)[2] / sorted(b)[2])
 
 if failures:
