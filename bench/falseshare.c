@@ -34,7 +34,7 @@ static uint64_t writes = 100, passive, nblocks = 8;
 /* one line each, written once at the end: the harness must not share lines itself */
 struct fs_worker {
 	unsigned char *handed[MAX_BLOCKS]; /* passive: the main thread's blocks for it */
-	uint64_t bad;	       /* bytes that did not hold what this worker wrote */
+	uint64_t bad;			   /* bytes that did not hold what this worker wrote */
 } __attribute__((aligned(64)));
 
 /* Write each of the n bytes of p `writes` times and check the result. */

@@ -38,18 +38,18 @@ runs = {(cfg.key, "sefer"): outcomes(a, [1000, 1000, 1100, None, 1000]),
         (cfg.key, "mimalloc"): outcomes(b, [2000, 2000, 2200, 2000, 2000])}
 summ = report.summarise([cfg], allocs, runs)
 paired = sorted(x / y for x, y in zip(a, b))[2]
-expect("throughput ratio is the paired median", report.ratio(summ, cfg.key, "sefer", "mimalloc",
-                                                          "median"), paired)
+expect("throughput ratio is the paired median",
+       report.ratio(summ, cfg.key, "sefer", "mimalloc", "median"), paired)
 expect("the paired median here is a's lead", paired, 1.05)
-expect("RSS ratio pairs the runs that have one", report.ratio(summ, cfg.key, "sefer", "mimalloc",
-                                                           "rss"), 0.5)
+expect("RSS ratio pairs the runs that have one",
+       report.ratio(summ, cfg.key, "sefer", "mimalloc", "rss"), 0.5)
 expect("a row against itself", report.ratio(summ, cfg.key, "sefer", "sefer", "median"), 1.0)
 
 # A failed run: no ratio at all.
 bad = dict(runs)
 bad[(cfg.key, "mimalloc")] = outcomes(b, [1] * 5)[:4] + [run.Outcome(err="timeout")]
 if report.ratio(report.summarise([cfg], allocs, bad), cfg.key, "sefer", "mimalloc",
-             "median") is not None:
+                "median") is not None:
     failures.append("a row with a failed run still has a ratio")
 
 with tempfile.TemporaryDirectory() as d:
@@ -58,10 +58,10 @@ with tempfile.TemporaryDirectory() as d:
     rows = {r["allocator"]: r for r in csv.DictReader(open(path))}
     expect("CSV ratio column", float(rows["sefer"]["ratio_mimalloc"]), paired)
     back = {(cfg.key, n): report.csv_summary(rows[n]) for n in rows}
-    expect("ratio read back from the CSV", report.ratio(back, cfg.key, "sefer", "mimalloc",
-                                                     "median"), paired)
-    expect("RSS ratio read back from the CSV", report.ratio(back, cfg.key, "sefer", "mimalloc",
-                                                         "rss"), 0.5)
+    expect("ratio read back from the CSV",
+           report.ratio(back, cfg.key, "sefer", "mimalloc", "median"), paired)
+    expect("RSS ratio read back from the CSV",
+           report.ratio(back, cfg.key, "sefer", "mimalloc", "rss"), 0.5)
     # a CSV from before the per-turn columns: the ratio of the medians
     for n in rows:
         del rows[n]["turn_values"], rows[n]["turn_rss_kb"]

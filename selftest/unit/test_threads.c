@@ -153,11 +153,11 @@ START_TEST(many_short_threads)
 END_TEST
 
 /*
- * No false sharing by the allocator: a block one thread holds never shares a 64-byte cache line
- * with a block another thread holds at the same time, even after the other thread freed this
- * thread's neighbours (the passive case: a free that kept the block in the freeing thread would
- * hand it back there). Each thread allocates from its own heap's pages, and a cross-thread free
- * returns the block to its owner's page (core/free.c).
+ * No false sharing by the allocator: a block one thread holds never shares a cache line
+ * (CACHELINE bytes) with a block another thread holds at the same time, even after the other
+ * thread freed this thread's neighbours (the passive case: a free that kept the block in the
+ * freeing thread would hand it back there). Each thread allocates from its own heap's pages,
+ * and a cross-thread free returns the block to its owner's page (core/free.c).
  */
 #define FS_N 256
 #define FS_SIZES 5
@@ -215,7 +215,7 @@ START_TEST(no_line_shared_between_threads)
 		for (int i = 0; i < FS_N; i++) {
 			uintptr_t a = (uintptr_t)fs_main[k][i];
 
-			for (uintptr_t l = a >> 6; l <= (a + fs_size[k] - 1) >> 6; l++) {
+			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE; l++) {
 				ck_assert_uint_lt(nlines, FS_MAX_LINES);
 				fs_lines[nlines++] = l;
 			}
@@ -225,7 +225,7 @@ START_TEST(no_line_shared_between_threads)
 		for (int i = 0; i < FS_N; i++) {
 			uintptr_t a = (uintptr_t)other[k][i];
 
-			for (uintptr_t l = a >> 6; l <= (a + fs_size[k] - 1) >> 6; l++)
+			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE; l++)
 				shared += bsearch(&l, fs_lines, nlines, sizeof(fs_lines[0]),
 						  cmp_uptr) != NULL;
 		}
