@@ -22,7 +22,8 @@ port-test-libs := -lpsapi
 else
 EXE :=
 port-test-srcs := $(srctree)/selftest/unit/test_process.c $(srctree)/selftest/unit/child.c \
-	$(srctree)/selftest/unit/test_hardening.c $(srctree)/selftest/unit/test_heaps.c
+	$(srctree)/selftest/unit/test_hardening.c $(srctree)/selftest/unit/test_heaps.c \
+	$(srctree)/selftest/unit/test_heaps_threads.c
 port-test-cflags :=
 port-test-libs :=
 endif
