@@ -33,7 +33,7 @@ static const char *invalid_reason(struct segment *seg, const void *p, bool *is_d
 	if (off / pg->block_size >= pg->reserved)
 		return "not inside an allocated block";
 	*is_double = true;
-	return "block is already free";
+	return block_freed_reason(p) ?: "block is already free";
 }
 
 static __cold void report_bad_free(struct segment *seg, const void *p)

@@ -204,8 +204,10 @@ void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INT
  * per free and 4 KiB of resident map per 64 KiB page in use.
  *
  * A block on a cross-thread list, not yet collected, carries the *pending mark* instead (the
- * free mark with bit 1 flipped): a second cross-thread free finds it; the collector checks it
- * and writes the free mark.
+ * free mark with PENDING_FLIP flipped): a second free finds it, by another thread or by the
+ * owner, whose fast path compares the mark's first two bytes only (block_mark_head_matches),
+ * which the flip leaves alone, so it goes to free_slow(), which reads the whole word. The
+ * collector checks it and writes the free mark.
  *
  * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
  * inside one, not past the carved ones), in one multiply and one compare.
@@ -217,9 +219,17 @@ static always_inline uintptr_t free_mark(const struct block *b)
 	return (uintptr_t)b ^ sefer_mark_key;
 }
 
+/*
+ * The bit a pending mark flips: outside the first two bytes of the word in memory, on either
+ * byte order of a 64-bit word and on a little-endian 32-bit one.
+ */
+#define PENDING_FLIP ((uintptr_t)1 << 16)
+_Static_assert(sizeof(uintptr_t) == 8 || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "PENDING_FLIP must lie outside the mark's first two bytes");
+
 static always_inline uintptr_t pending_mark(const struct block *b)
 {
-	return free_mark(b) ^ 2; /* odd too (sefer_mark_key is) */
+	return free_mark(b) ^ PENDING_FLIP; /* odd too (sefer_mark_key is) */
 }
 
 /*
@@ -276,6 +286,19 @@ static always_inline bool block_marked_free(const struct block *b)
 static always_inline bool block_marked_pending(const struct block *b)
 {
 	return block_marked(b, pending_mark(b));
+}
+
+/* Does b's second word hold either of its marks (free, or pending a cross-thread collect)? */
+static always_inline bool block_marked_free_or_pending(const struct block *b)
+{
+	bool marked;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	marked = !((((const uintptr_t *)b)[1] ^ free_mark(b)) & ~PENDING_FLIP);
+	annotate_link_close(b);
+	return marked;
 }
 
 /*
@@ -379,10 +402,10 @@ static always_inline bool block_start(const struct page *pg, const void *p, uint
 
 /*
  * The free fast path's test: may the owner free b into pg right here? A carved block start
- * without the free mark (its head: block_mark_head_matches), in a page that is not full: a
- * full page's fast_limit is 0 (page_set_full), so one test sends a bad free, a free into a full
- * page and a head that happens to match to free_slow, which tells them apart. Without
- * CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
+ * without the free or pending mark (their common head: block_mark_head_matches), in a page
+ * that is not full: a full page's fast_limit is 0 (page_set_full), so one test sends a bad
+ * free, a free into a full page and a head that happens to match to free_slow, which tells
+ * them apart with the whole word. Without CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
  */
 static always_inline bool block_unmarked_start(const struct page *pg, const struct block *b,
 						 uint64_t limit, bool head_only)
@@ -390,7 +413,7 @@ static always_inline bool block_unmarked_start(const struct page *pg, const stru
 	/* two tests, each unlikely to fail: the compiler lays the fast path out as one line */
 	if (unlikely(!block_start(pg, b, limit)))
 		return false;
-	return likely(head_only ? !block_mark_head_matches(b) : !block_marked_free(b));
+	return likely(head_only ? !block_mark_head_matches(b) : !block_marked_free_or_pending(b));
 }
 
 static always_inline bool block_fast_freeable(const struct page *pg, const struct block *b)

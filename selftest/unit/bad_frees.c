@@ -54,6 +54,20 @@ int bad_free_child(const char *mode, void (*free_on_thread)(void *p))
 		free_on_thread(p);
 		return 0;
 	}
+	if (!strcmp(mode, "xthread-then-owner-free")) {
+		/* Another thread frees p (pending on the page's cross-thread list, not collected
+		 * yet), then its owner frees it again. The owner's earlier free of q caches the
+		 * segment, so this second free of p takes the owner's fast path: it must leave it. */
+		char *q = sefer_malloc(64);
+
+		p = sefer_malloc(64);
+		kept = sefer_malloc(64); /* keep the page alive */
+		sefer_free(q);
+		print_addr(p);
+		free_on_thread(p);
+		sefer_free(p);
+		return 0;
+	}
 	if (!strcmp(mode, "invalid-free")) {
 		static char not_ours[64];
 

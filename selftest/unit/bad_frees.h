@@ -22,6 +22,7 @@ struct bad_free {
 #define BAD_FREES_COMMON                                                                           \
 	{ "double-free", "double free", "already free", false },                                   \
 	{ "xthread-double-free", "double free", "already free", false }, /* pending */             \
+	{ "xthread-then-owner-free", "double free", "cross-thread, pending", false },              \
 	{ "interior-free", "invalid free", "inside of a block", false },                           \
 	{ "misaligned-free", "invalid free", "inside of a block", false }, /* p + 8 */             \
 	{ "warn", "double free", "already free", true },                                           \
