@@ -231,10 +231,12 @@ static always_inline struct page *page_held_here(const void *p)
  * resizes its mmapped chunks with mremap too). A first-class heap's block leaves the heap's
  * list, which holds its address, while it moves (heaps_large_detach). NULL where that cannot
  * be done: no remap op or guard pages, an aligned block, the block of a first-class heap that
- * is another thread's or is being visited; the caller then copies. The bytes the program had
- * and keeps stay defined to memcheck, the rest is undefined.
+ * is another thread's or is being visited; the caller then copies. A block that moves is
+ * `heap`'s, as a copy would be: plain realloc of a first-class heap's block that the OS moves
+ * leaves that heap for the caller's default heap; resized in place, it stays. The bytes the
+ * program had and keeps stay defined to memcheck, the rest is undefined.
  */
-static void *large_resize(struct segment *seg, void *p, size_t size)
+static void *large_resize(struct heap *heap, struct segment *seg, void *p, size_t size)
 {
 	size_t usable = seg->large_size, kept = annotate_live_bytes(p, usable);
 	struct heap *tracker = heaps_large_tracked(seg) ? seg->large_heap : NULL;
@@ -244,8 +246,12 @@ static void *large_resize(struct segment *seg, void *p, size_t size)
 		return NULL;
 	annotate_block_free(p, usable);
 	moved = segment_resize_large(seg, size, 0);
-	if (tracker) /* seg is gone when it moved */
-		heaps_large_add(tracker, moved ? moved : seg);
+	if (tracker && moved && moved != seg && tracker != heap) {
+		moved->large_heap = heap; /* plain realloc moved it: the caller's default heap's */
+		heaps_large_track(heap, moved);
+	} else if (tracker) {
+		heaps_large_add(tracker, moved ? moved : seg); /* seg is gone when it moved */
+	}
 	if (!moved) {
 		/* unchanged: the block is the program's again, as it was */
 		annotate_block_alloc(p, usable);
@@ -304,7 +310,7 @@ static void *large_realloc(struct heap *heap, struct segment *seg, void *p, size
 	if (size > avail && (q = large_regrow(heap, seg, p, size)))
 		return q;
 	if (size > avail || size > SMALL_MAX)
-		return large_resize(seg, p, size);
+		return large_resize(heap, seg, p, size);
 	return NULL;
 }
 

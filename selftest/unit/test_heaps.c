@@ -260,6 +260,54 @@ START_TEST(realloc_large_in_heap_moves_pages)
 }
 END_TEST
 
+/*
+ * Plain realloc of h's blocks: kept at its address (in place, or resized there by the OS), a
+ * block stays h's; moved (copied, into a segment a policy kept, or by the OS moving its pages),
+ * it is the default heap's, whichever way it moved, so h's visit no longer lists it and
+ * destroying h leaves it alone.
+ */
+START_TEST(plain_realloc_moves_out_of_heap)
+{
+	struct sefer_heap *h = sefer_heap_new();
+	const size_t grown = (size_t)6 << 20, kept = ((size_t)2 << 20) - 4096;
+	uint8_t *p[3] = { sefer_heap_malloc(h, 100), sefer_heap_malloc(h, (size_t)2 << 20),
+			  sefer_heap_malloc(h, (size_t)8 << 20) };
+	uint8_t *q[3];
+	void *in_h[3];
+	size_t n = 0, moved = 0;
+
+	memset(p[0], 5, 100);
+	page_pattern_fill(p[1], 0, kept);
+	page_pattern_fill(p[2], 0, (size_t)1 << 20);
+	ck_assert_ptr_eq(sefer_realloc(p[0], 90), p[0]);
+	ck_assert_ptr_eq(sefer_realloc(p[1], kept), p[1]);
+	expect_visit(h, (void **)p, 3);
+	q[0] = sefer_realloc(p[0], 5000);	      /* a bigger class: copied */
+	q[1] = sefer_realloc(p[1], grown);	      /* past its room: kept segment, OS or copy */
+	q[2] = sefer_realloc(p[2], (size_t)1 << 20); /* by more than half: OS or copy */
+	ck_assert_ptr_ne(q[0], p[0]);
+	for (int i = 0; i < 3; i++) {
+		if (q[i] == p[i])
+			in_h[n++] = q[i];
+		else
+			moved |= 1u << i;
+	}
+	expect_visit(h, in_h, n);
+	sefer_heap_destroy(h);
+	/* what moved is intact after the destroy */
+	for (size_t i = 0; i < 90; i++)
+		ck_assert_uint_eq(q[0][i], 5);
+	if (moved & 2)
+		ck_assert_uint_eq(page_pattern_bad(q[1], 0, kept), 0);
+	if (moved & 4)
+		ck_assert_uint_eq(page_pattern_bad(q[2], 0, (size_t)1 << 20), 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (int i = 0; i < 3; i++)
+		if (moved & (1u << i))
+			sefer_free(q[i]);
+}
+END_TEST
+
 START_TEST(aligned_alloc_alignments)
 {
 	struct sefer_heap *h = sefer_heap_new();
@@ -414,6 +462,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, calloc_zeroes);
 	tcase_add_test(tc, realloc_within_and_across);
 	tcase_add_test(tc, realloc_large_in_heap_moves_pages);
+	tcase_add_test(tc, plain_realloc_moves_out_of_heap);
 	tcase_add_test(tc, aligned_alloc_alignments);
 	tcase_add_test(tc, visit_sees_live_set);
 	tcase_add_test(tc, visit_fn_may_free);
