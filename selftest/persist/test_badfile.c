@@ -21,23 +21,29 @@
 #define DATA (PSTORE_WAL_OFF + WAL)
 
 static char good[512], bad[512];
+static uint64_t good_off[40]; /* make_good's blocks: i % 3 == 0 freed, but the last */
 
-/* A cleanly closed store: 40 blocks, every third freed (not the last). */
+static bool good_live(int i)
+{
+	return i % 3 || i == 39;
+}
+
+/* A cleanly closed store: 40 blocks, every third freed (not the last), the root on block 1. */
 static void make_good(int kind)
 {
 	struct sefer_popts o = { .wal_bytes = WAL };
 	struct sefer_pstore *h;
-	uint64_t off[40];
 
 	snprintf(good, sizeof(good), "%s", tpath("good"));
 	snprintf(bad, sizeof(bad), "%s", tpath("bad"));
 	ck_assert_int_eq(sefer_pstore_create(good, kind, &o, &h), 0);
 	for (int i = 0; i < 40; i++) {
-		ck_assert_int_eq(sefer_palloc(h, 40 + 8 * (i % 4), &off[i]), 0);
-		ck_assert_int_eq(sefer_pwrite(h, off[i], 0, "data", 4), 0);
+		ck_assert_int_eq(sefer_palloc(h, 40 + 8 * (i % 4), &good_off[i]), 0);
+		ck_assert_int_eq(sefer_pwrite(h, good_off[i], 0, "data", 4), 0);
 	}
 	for (int i = 0; i < 39; i += 3)
-		ck_assert_int_eq(sefer_pfree(h, off[i]), 0);
+		ck_assert_int_eq(sefer_pfree(h, good_off[i]), 0);
+	ck_assert_int_eq(sefer_pset_root(h, good_off[1]), 0);
 	ck_assert_int_eq(sefer_pstore_close(h), 0);
 }
 
@@ -149,6 +155,96 @@ START_TEST(test_block_metadata)
 }
 END_TEST
 
+/* sefer_pwalk's callback: count each of make_good's blocks seen, and any other. */
+static int walk_count(void *arg, uint64_t o, uint64_t usable)
+{
+	int *seen = arg;
+
+	(void)usable;
+	for (int i = 0; i < 40; i++)
+		if (good_off[i] == o) {
+			seen[i]++;
+			return 0;
+		}
+	seen[40]++;
+	return 0;
+}
+
+/*
+ * One bit flipped in a good store: refused with a message and the file left as it was, or
+ * accepted with exactly its live blocks, their payloads (but for the flipped byte, when it is
+ * one: payloads carry no checksum) and its root, consistent to fsck, and closing cleanly.
+ */
+static void flip_refused_or_intact(const uint8_t *g, size_t len, long at, int bit)
+{
+	char err[256] = "";
+	struct sefer_popts o = { .errbuf = err, .errlen = sizeof(err) };
+	struct sefer_pstore *h;
+	struct sefer_pverify v;
+	uint8_t *b = malloc(len), *after;
+	int seen[41] = { 0 };
+	size_t len2;
+
+	memcpy(b, g, len);
+	b[at] ^= (uint8_t)(1u << bit);
+	spit(bad, b, len);
+	if (sefer_pstore_open(bad, &o, &h) < 0) {
+		ck_assert_msg(err[0], "flip at %ld bit %d: refused without a message", at, bit);
+		after = slurp(bad, &len2);
+		ck_assert_msg(len2 == len && !memcmp(after, b, len),
+			      "flip at %ld bit %d: refused file was modified", at, bit);
+		free(after);
+		free(b);
+		return;
+	}
+	ck_assert_msg(!sefer_pverify(h, &v), "flip at %ld bit %d accepted, fsck: %s", at, bit,
+		      v.msg);
+	ck_assert_int_eq(sefer_pwalk(h, walk_count, seen), 0);
+	for (int i = 0; i < 40; i++) {
+		char data[4];
+		uint64_t pos = DATA + good_off[i];
+		bool flipped = (uint64_t)at >= pos && (uint64_t)at < pos + 4;
+
+		ck_assert_msg(seen[i] == good_live(i), "flip at %ld bit %d accepted: block %d %s", at,
+			      bit, i, seen[i] ? "live again" : "lost");
+		if (!good_live(i))
+			continue;
+		ck_assert_int_eq(sefer_pread(h, good_off[i], 0, data, 4), 0);
+		ck_assert_msg(flipped || !memcmp(data, "data", 4),
+			      "flip at %ld bit %d accepted: block %d's payload changed", at, bit, i);
+	}
+	ck_assert_msg(!seen[40], "flip at %ld bit %d accepted: %d unknown blocks", at, bit,
+		      seen[40]);
+	ck_assert_msg(sefer_pget_root(h) == good_off[1], "flip at %ld bit %d accepted: root moved",
+		      at, bit);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+	free(b);
+}
+
+/*
+ * Every byte of the store header and of the arena (allocator header, block headers, footers,
+ * links, payloads, free space), and a sample of the header page's padding and of the log area,
+ * one bit each (the bit moves with the offset).
+ */
+START_TEST(test_every_byte)
+{
+	size_t len;
+	uint8_t *g;
+
+	make_good(_i);
+	g = slurp(good, &len);
+	for (long at = 0; at < (long)len; at++) {
+		if ((at >= PSTORE_HDR_BYTES && at < PSTORE_WAL_OFF && at % 61) ||
+		    (at >= PSTORE_WAL_OFF && at < (long)DATA && at % 251))
+			continue;
+		flip_refused_or_intact(g, len, at, (int)(at % 8));
+	}
+	free(g);
+	unlink(good);
+	unlink(bad);
+}
+END_TEST
+
 /* A flipped bit inside a synced log record (a later record proves it was synced). */
 START_TEST(test_log_record)
 {
@@ -204,6 +300,7 @@ Suite *badfile_suite(void)
 	tcase_add_loop_test(tc, test_alloc_header, 0, SEFER_PALLOC_KINDS);
 	tcase_add_loop_test(tc, test_block_metadata, 0, SEFER_PALLOC_KINDS);
 	tcase_add_test(tc, test_log_record);
+	tcase_add_loop_test(tc, test_every_byte, 0, SEFER_PALLOC_KINDS);
 	suite_add_tcase(s, tc);
 	return s;
 }
