@@ -10,6 +10,10 @@
  *             13 _aligned_alloc, 14 sefer_heap_destroy (every slot of the heap is checked,
  *             then dropped without a free), 15 sefer_heap_visit, which must report exactly
  *             the slots of that heap, then sefer_heap_collect (forced when b is odd);
+ *             An op byte of 0xf0 or more with op % 16 at most 8 runs that call on a second
+ *             thread, the helper, while this one waits (one thread at a time: the input stays
+ *             deterministic): its blocks are the helper's heap's, and frees, reallocs and
+ *             usable sizes of the other thread's blocks cross threads both ways;
  *   slot:     one of NSLOTS live blocks (a busy slot is freed first);
  *   a, b:     the size: 2^(b % 23) plus a/4 sixty-fourths of it, or one less, or one more,
  *             or b itself, at most MAX_SIZE: every size class and large blocks of a few MiB.
@@ -21,6 +25,7 @@
  * remaining blocks are freed and the heaps destroyed. Any mismatch aborts.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,6 +311,54 @@ static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t 
 	fill(s);
 }
 
+/* ---- the helper thread: runs one step at a time while the fuzzing thread waits ---- */
+struct helper_step {
+	uint8_t op, idx, a, b;
+};
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
+static struct helper_step *helper_job;
+
+static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b);
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&helper_lock);
+	for (;;) {
+		while (!helper_job)
+			pthread_cond_wait(&helper_cond, &helper_lock);
+		step(helper_job->op % 16, helper_job->idx, helper_job->a, helper_job->b);
+		helper_job = NULL;
+		pthread_cond_broadcast(&helper_cond);
+	}
+	return NULL;
+}
+
+static void step_on_helper(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
+{
+	static pthread_t helper;
+	static bool started;
+	struct helper_step job = { op, idx, a, b };
+
+	if (!started) {
+		if (pthread_create(&helper, NULL, helper_main, NULL)) {
+			fprintf(stderr, "malloc-fuzz: no helper thread\n");
+			abort();
+		}
+		started = true;
+	}
+	if (trace)
+		fprintf(stderr, "on the helper thread:\n");
+	pthread_mutex_lock(&helper_lock);
+	helper_job = &job;
+	pthread_cond_broadcast(&helper_cond);
+	while (helper_job)
+		pthread_cond_wait(&helper_cond, &helper_lock);
+	pthread_mutex_unlock(&helper_lock);
+}
+
 static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 {
 	struct slot *s = &slots[idx % NSLOTS];
@@ -317,6 +370,10 @@ static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 	if (trace)
 		fprintf(stderr, "op %u slot %u (%p, %zu, heap %d) a %u b %u size %zu\n", op % 16,
 			idx % NSLOTS, (void *)s->p, s->n, s->heap, a, b, n);
+	if (op >= 0xf0 && op % 16 <= 8) {
+		step_on_helper(op, idx, a, b);
+		return;
+	}
 	if (op % 16 >= 10) {
 		heap_step(op % 16, s, a, b, n, idx / NSLOTS % 8);
 		return;
