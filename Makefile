@@ -408,6 +408,8 @@ Test targets (make check runs every group this configuration enables):
   check-asan-poison - CONFIG_SANITIZE_ADDRESS: ASan's use-after-poison reports on sefer blocks
   annotate-bins     - Build selftest/annotate/misuse (the checkers' misuse program)
   malloc-fuzz       - Build the malloc fuzzer (build/mfuzz/malloc-fuzz) without running it
+  malloc-fuzz-distill
+                    - Merge build/mfuzz/corpus into selftest/fuzz/distilled.b64 (commit it)
   check-amalgamation
                     - The amalgamation compiled alone (gcc, clang -Werror), the unit suite
                       linked with it, SEFER_STATIC_ALL checked with nm (also vendor_defconfig)

@@ -83,10 +83,15 @@ $(addprefix check-,$(sanitizers)): check-%:
 # (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
 # is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
 # branches. The seeds in
-# selftest/fuzz/corpus are read; what the fuzzer finds goes to $(objtree)/mfuzz/corpus.
+# selftest/fuzz/corpus and the distilled corpus of longer runs (selftest/fuzz/distilled.b64,
+# unpacked by scripts/fuzz_corpus.py) are read first; what the fuzzer finds goes to
+# $(objtree)/mfuzz/corpus. malloc-fuzz-distill merges that into distilled.b64 (libFuzzer
+# -merge=1 keeps the inputs that add coverage): run it after a long run, then commit the file.
 FUZZ_TIME ?= 20
 mfuzz-dir := $(objtree)/mfuzz
 mfuzz-bin := $(mfuzz-dir)/malloc-fuzz
+mfuzz-distilled := $(srctree)/selftest/fuzz/distilled.b64
+mfuzz-corpus-py := /usr/bin/python3 -B $(srctree)/scripts/fuzz_corpus.py
 mfuzz-san := -fsanitize=address,undefined -fno-sanitize-recover=all
 ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)
 check-targets += check-malloc-fuzz
@@ -103,13 +108,21 @@ malloc-fuzz:
 		-o $(mfuzz-bin) $(srctree)/selftest/fuzz/malloc_fuzz.c $(mfuzz-dir)/libsefer.a \
 		-lpthread
 check-malloc-fuzz: malloc-fuzz
+	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
 	$(Q)cd $(mfuzz-dir) && if UBSAN_OPTIONS=print_stacktrace=1 $(mfuzz-bin) \
 		-max_total_time=$(FUZZ_TIME) -max_len=1024 -print_final_stats=1 \
-		corpus $(srctree)/selftest/fuzz/corpus > fuzz.log 2>&1; then \
-		grep -E '^Done|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
+		corpus $(srctree)/selftest/fuzz/corpus distilled > fuzz.log 2>&1; then \
+		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
 		echo "malloc-fuzz: no failure in $(FUZZ_TIME) s"; \
 	else tail -40 fuzz.log; exit 1; fi
-.PHONY: malloc-fuzz
+malloc-fuzz-distill: malloc-fuzz
+	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
+	$(Q)rm -rf $(mfuzz-dir)/merged && mkdir -p $(mfuzz-dir)/merged
+	$(Q)cd $(mfuzz-dir) && $(mfuzz-bin) -merge=1 -max_len=1024 merged distilled corpus \
+		$(srctree)/selftest/fuzz/corpus > merge.log 2>&1 || { tail -20 merge.log; exit 1; }
+	$(Q)grep MERGE-OUTER: $(mfuzz-dir)/merge.log | tail -1
+	$(Q)$(mfuzz-corpus-py) pack $(mfuzz-dir)/merged $(mfuzz-distilled)
+.PHONY: malloc-fuzz malloc-fuzz-distill
 
 # ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
 # The groups whose scripts run make themselves are '+' recipes: under 'make -jN check' they get
