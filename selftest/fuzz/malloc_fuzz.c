@@ -3,7 +3,8 @@
  * libFuzzer target over streams of allocator calls on the sefer_* API (the malloc face is off
  * in this build: ASan owns malloc). Each input is read four bytes at a time, (op, slot, a, b):
  *   op % 16:  0-1 malloc, 2 calloc, 3 realloc, 4 aligned_alloc, 5 posix_memalign, 6 free,
- *             7 free_sized, 8 usable size, 9 a request that must fail (too big, overflowing,
+ *             7 free_sized (free_aligned_sized for an aligned block: CONFIG_HARDENED checks
+ *             the contract), 8 usable size, 9 a request that must fail (too big, overflowing,
  *             a bad alignment) and leave the heap and the slot as they were;
  *             first-class heaps (CONFIG_HEAPS), heap number a % NHEAPS, made on first use:
  *             10 sefer_heap_malloc, 11 _calloc, 12 _realloc (the block moves into that heap),
@@ -46,6 +47,7 @@
 struct slot {
 	unsigned char *p;
 	size_t n;
+	size_t align; /* what aligned_alloc or posix_memalign was asked for; 1 otherwise */
 	uint64_t tag;
 	int heap; /* index into heaps[], or -1: the thread's own heap */
 };
@@ -129,6 +131,7 @@ static void took(struct slot *s, void *p, size_t n, size_t align)
 	s->p = p;
 	s->n = n;
 	s->tag = ++next_tag;
+	s->align = align;
 	s->heap = -1;
 	if (trace)
 		fprintf(stderr, "  got %p (usable %zu)\n", p, sefer_usable_size(p));
@@ -143,7 +146,10 @@ static void release(struct slot *s, int sized)
 		fprintf(stderr, "  free %p (%zu bytes, usable %zu)\n", (void *)s->p, s->n,
 			sefer_usable_size(s->p));
 	if (sized)
-		sefer_free_sized(s->p, s->n);
+		if (s->align > 1) /* C23: an aligned block's sized free names its alignment */
+			sefer_free_aligned_sized(s->p, s->align, s->n);
+		else
+			sefer_free_sized(s->p, s->n);
 	else
 		sefer_free(s->p);
 	s->p = NULL;
