@@ -403,6 +403,8 @@ Test targets (make check runs every group this configuration enables):
   check-bench-harness
                     - The benchmark runner's ratio rules (bench/test_run.py) on made-up runs
   check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
+  check-malloc-fuzz-hardened
+                    - The same in this configuration made hardened, fastbin policy on
   check-valgrind    - CONFIG_VALGRIND: misuse reports asserted, unit suite, stress, python3
                       and sqlite3 under valgrind with 0 errors; --soname-synonyms on libsefer.so
   check-asan-poison - CONFIG_SANITIZE_ADDRESS: ASan's use-after-poison reports on sefer blocks

@@ -94,7 +94,7 @@ mfuzz-distilled := $(srctree)/selftest/fuzz/distilled.b64
 mfuzz-corpus-py := /usr/bin/python3 -B $(srctree)/scripts/fuzz_corpus.py
 mfuzz-san := -fsanitize=address,undefined -fno-sanitize-recover=all
 ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)
-check-targets += check-malloc-fuzz
+check-targets += check-malloc-fuzz check-malloc-fuzz-hardened
 endif
 malloc-fuzz:
 	$(Q)mkdir -p $(mfuzz-dir)/corpus
@@ -115,6 +115,15 @@ check-malloc-fuzz: malloc-fuzz
 		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
 		echo "malloc-fuzz: no failure in $(FUZZ_TIME) s"; \
 	else tail -40 fuzz.log; exit 1; fi
+# The same, FUZZ_TIME seconds, in this configuration made hardened (shuffled free lists, encoded
+# links, the sized frees' contract) with the fastbin policy on: paths the defconfig's run never
+# takes, from the same seeds.
+mfuzz-hardened-dir := $(objtree)/fuzz-hardened
+check-malloc-fuzz-hardened:
+	$(Q)mkdir -p $(mfuzz-hardened-dir)
+	$(Q)KCONFIG_CONFIG=$(mfuzz-hardened-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+		HARDENED=y POLICY_FASTBIN=y >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-hardened-dir) check-malloc-fuzz
 malloc-fuzz-distill: malloc-fuzz
 	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
 	$(Q)rm -rf $(mfuzz-dir)/merged && mkdir -p $(mfuzz-dir)/merged
@@ -122,7 +131,7 @@ malloc-fuzz-distill: malloc-fuzz
 		$(srctree)/selftest/fuzz/corpus > merge.log 2>&1 || { tail -20 merge.log; exit 1; }
 	$(Q)grep MERGE-OUTER: $(mfuzz-dir)/merge.log | tail -1
 	$(Q)$(mfuzz-corpus-py) pack $(mfuzz-dir)/merged $(mfuzz-distilled)
-.PHONY: malloc-fuzz malloc-fuzz-distill
+.PHONY: malloc-fuzz malloc-fuzz-distill check-malloc-fuzz-hardened
 
 # ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
 # The groups whose scripts run make themselves are '+' recipes: under 'make -jN check' they get
