@@ -42,7 +42,7 @@ def unpack(path, out):
 
 def pack(src, path):
     lines = []
-    for name in sorted(os.listdir(src)):
+    for name in os.listdir(src):
         with open(os.path.join(src, name), "rb") as f:
             lines.append(base64.b64encode(f.read()).decode())
     lines.sort()

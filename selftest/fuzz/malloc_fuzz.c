@@ -145,13 +145,12 @@ static void release(struct slot *s, int sized)
 	if (trace)
 		fprintf(stderr, "  free %p (%zu bytes, usable %zu)\n", (void *)s->p, s->n,
 			sefer_usable_size(s->p));
-	if (sized)
-		if (s->align > 1) /* C23: an aligned block's sized free names its alignment */
-			sefer_free_aligned_sized(s->p, s->align, s->n);
-		else
-			sefer_free_sized(s->p, s->n);
-	else
+	if (!sized)
 		sefer_free(s->p);
+	else if (s->align > 1) /* C23: an aligned block's sized free names its alignment */
+		sefer_free_aligned_sized(s->p, s->align, s->n);
+	else
+		sefer_free_sized(s->p, s->n);
 	s->p = NULL;
 }
 

@@ -24,8 +24,6 @@ struct seen {
 
 bool seen_record(void *block, size_t usable, void *arg);
 void seen_free(struct seen *s);
-/* qsort() order of void * elements by address. */
-int cmp_ptr(const void *a, const void *b);
 /* Does the visit of h see exactly the n pointers in want (in any order)? Asserts it does. */
 void expect_visit(struct sefer_heap *h, void **want, size_t n);
 /* The live heaps sefer_stats_get() counts. */

@@ -42,13 +42,6 @@ void seen_free(struct seen *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int cmp_ptr(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 void expect_visit(struct sefer_heap *h, void **want, size_t n)
 {
 	struct seen s = { 0 };
@@ -62,8 +55,8 @@ void expect_visit(struct sefer_heap *h, void **want, size_t n)
 		return;
 	}
 	memcpy(w, want, n * sizeof(*w));
-	qsort(w, n, sizeof(*w), cmp_ptr);
-	qsort(s.p, s.n, sizeof(*s.p), cmp_ptr);
+	qsort(w, n, sizeof(*w), cmp_addr);
+	qsort(s.p, s.n, sizeof(*s.p), cmp_addr);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_ptr_eq(s.p[i], w[i]);
 	free(w);

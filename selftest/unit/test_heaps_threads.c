@@ -355,8 +355,8 @@ START_TEST(fork_child_uses_heap)
 
 		sefer_free(large);
 		sefer_heap_visit(h, seen_record, &s);
-		qsort(want, 3, sizeof(*want), cmp_ptr);
-		qsort(s.p, s.n, sizeof(*s.p), cmp_ptr);
+		qsort(want, 3, sizeof(*want), cmp_addr);
+		qsort(s.p, s.n, sizeof(*s.p), cmp_addr);
 		bad |= s.n != 3;
 		for (size_t i = 0; !bad && i < 3; i++)
 			bad |= s.p[i] != want[i];

@@ -167,13 +167,6 @@ static uint8_t *fs_main[FS_SIZES][FS_N];
 static uintptr_t fs_lines[FS_MAX_LINES];
 static atomic_int fs_stage;
 
-static int cmp_uptr(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void *fs_other(void *arg)
 {
 	uint8_t *(*mine)[FS_N] = arg;
@@ -220,14 +213,14 @@ START_TEST(no_line_shared_between_threads)
 				fs_lines[nlines++] = l;
 			}
 		}
-	qsort(fs_lines, nlines, sizeof(fs_lines[0]), cmp_uptr);
+	qsort(fs_lines, nlines, sizeof(fs_lines[0]), cmp_addr);
 	for (int k = 0; k < FS_SIZES; k++)
 		for (int i = 0; i < FS_N; i++) {
 			uintptr_t a = (uintptr_t)other[k][i];
 
 			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE; l++)
 				shared += bsearch(&l, fs_lines, nlines, sizeof(fs_lines[0]),
-						  cmp_uptr) != NULL;
+						  cmp_addr) != NULL;
 		}
 	atomic_store(&fs_stage, 2);
 	pthread_join(t, NULL);

@@ -71,6 +71,14 @@ static inline size_t page_pattern_bad(const uint8_t *p, size_t from, size_t to)
 	return bad;
 }
 
+/* qsort() and bsearch() order of pointer-sized elements (void * or uintptr_t) by value. */
+static inline int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* How many bytes of [p, p + n) are not zero (a calloc block must have none). */
 static inline size_t nonzero_bytes(const uint8_t *p, size_t n)
 {
