@@ -3,7 +3,8 @@
 """The ratio rules of bench/report.py (the runner's results) on made-up runs: a ratio to a peer
 is the median of the paired ratios (each run over the peer's run of the same turn), not the
 ratio of two medians; latest.csv keeps the runs so that the summaries read back from it pair
-the same way; a CSV written before it kept them falls back to the ratio of the medians. Run by
+the same way; a CSV written before it kept them falls back to the ratio of the medians; QUICK runs
+the rows held to parity three times per repetition. Run by
 make check-bench-harness; prints one line, exits 1 on a mismatch."""
 import csv
 import os
@@ -69,6 +70,18 @@ with tempfile.TemporaryDirectory() as d:
     expect("an old CSV falls back to the ratio of the medians",
            report.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
            sorted(a)[2] / sorted(b)[2])
+
+# Run counts: QUICK runs the rows held to parity (and the real programs) 3 times per
+# repetition, every other row once; the full mode runs each row once.
+for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
+    for c in run.micro_configs("/nonexistent", [1, 2], mode, False, None):
+        want = run.PARITY_QUICK_RUNS if mode == run.QUICK and c.bench in run.PARITY_ROWS else 1
+        if c.runs_per_rep != want:
+            failures.append("%s: %s runs %d times per repetition, want %d"
+                            % (name, c.label(), c.runs_per_rep, want))
+if set(run.PARITY_ROWS) != set(report.NEW_WORKLOADS) - {"largewin"}:
+    failures.append("the parity rows %s are not the new workloads but largewin"
+                    % (run.PARITY_ROWS,))
 
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
