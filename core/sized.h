@@ -18,6 +18,9 @@
  * aligned to align or align not a power of two, size beyond the block, or the block more than
  * twice what the request rounds to (a granule, or a sefer page for a large block, at least:
  * sefer's size classes waste at most 25% and realloc keeps a block down to half its size).
+ * A large block's last request (malloc's or realloc's, seg->large_req) is right whatever its
+ * room: a realloc that grows a block may move it into a segment a policy kept with up to 4
+ * times the request (policies/large_cache), and later reallocs grow it there in place.
  * align 0 means the function takes none. Pointers sefer does not know are left to free().
  */
 bool sized_free_check(const char *fn, const void *p, size_t size,

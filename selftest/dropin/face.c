@@ -113,6 +113,21 @@ static void sized_frees(void)
 			f_free_aligned_sized(p, a, n);
 		}
 	}
+	/* A realloc that grows a large block may move it into a segment a policy kept, with room
+	 * to grow into (policies/large_cache: up to 4 times the request), where later reallocs
+	 * grow it in place: the block is then more than twice the request, and the sized free of
+	 * the last request is still right. */
+	for (size_t n = (size_t)9 << 20; n <= ((size_t)12 << 20); n += (size_t)3 << 20) {
+		void *room = malloc((size_t)32 << 20), *p;
+
+		sink = room;
+		free(room); /* kept by the large-object cache, where there is one */
+		p = realloc(malloc((size_t)2 << 20), (size_t)8 << 20);
+		CHECK(p, "realloc to 8 MiB");
+		p = realloc(p, n);
+		CHECK(p, "realloc to %zu", n);
+		f_free_sized(p, n);
+	}
 	f_free_sized(NULL, 10);
 	f_free_aligned_sized(NULL, 64, 10);
 }
