@@ -23,7 +23,9 @@
  * for zeros first. sefer_check_heap() runs every CHECK_EVERY operations and after the input's
  * last free, and must find nothing. Each slot knows its heap (-1: the thread's own); a realloc
  * that moves a block puts it in the heap it was called for. At the end of an input the
- * remaining blocks are freed and the heaps destroyed. Any mismatch aborts.
+ * remaining blocks are freed, the heaps destroyed and both threads' cached memory given back
+ * (sefer_collect), so that an input does not depend on the ones before it: a crash replays
+ * from its input alone (only the purge clocks are the machine's). Any mismatch aborts.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -319,6 +321,7 @@ static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t 
 /* ---- the helper thread: runs one step at a time while the fuzzing thread waits ---- */
 struct helper_step {
 	uint8_t op, idx, a, b;
+	bool collect; /* instead of the step: sefer_collect(true) on the helper's heap */
 };
 
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -334,28 +337,29 @@ static void *helper_main(void *arg)
 	for (;;) {
 		while (!helper_job)
 			pthread_cond_wait(&helper_cond, &helper_lock);
-		step(helper_job->op % 16, helper_job->idx, helper_job->a, helper_job->b);
+		if (helper_job->collect)
+			sefer_collect(true);
+		else
+			step(helper_job->op % 16, helper_job->idx, helper_job->a, helper_job->b);
 		helper_job = NULL;
 		pthread_cond_broadcast(&helper_cond);
 	}
 	return NULL;
 }
 
-static void step_on_helper(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
+static bool helper_started;
+
+static void run_on_helper(struct helper_step job)
 {
 	static pthread_t helper;
-	static bool started;
-	struct helper_step job = { op, idx, a, b };
 
-	if (!started) {
+	if (!helper_started) {
 		if (pthread_create(&helper, NULL, helper_main, NULL)) {
 			fprintf(stderr, "malloc-fuzz: no helper thread\n");
 			abort();
 		}
-		started = true;
+		helper_started = true;
 	}
-	if (trace)
-		fprintf(stderr, "on the helper thread:\n");
 	pthread_mutex_lock(&helper_lock);
 	helper_job = &job;
 	pthread_cond_broadcast(&helper_cond);
@@ -376,7 +380,9 @@ static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 		fprintf(stderr, "op %u slot %u (%p, %zu, heap %d) a %u b %u size %zu\n", op % 16,
 			idx % NSLOTS, (void *)s->p, s->n, s->heap, a, b, n);
 	if (op >= 0xf0 && op % 16 <= 8) {
-		step_on_helper(op, idx, a, b);
+		if (trace)
+			fprintf(stderr, "on the helper thread:\n");
+		run_on_helper((struct helper_step){ op, idx, a, b, false });
 		return;
 	}
 	if (op % 16 >= 10) {
@@ -486,5 +492,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int hi = 0; hi < NHEAPS; hi++)
 		heap_destroy(hi);
 	check_heap();
+	/* what the input left cached (large segments, pages) goes back: the next input starts
+	 * from the same state */
+	sefer_collect(true);
+	if (helper_started)
+		run_on_helper((struct helper_step){ .collect = true });
 	return 0;
 }
