@@ -36,9 +36,9 @@ import threading
 import time
 
 from plot import write_png
-from report import (LARGE_BENCHES, ORDER, csv_summary, fmt_rss, fmt_value, headline_table,
-                    load_csv, machine_info, md_summary, rst_summary, summarise, write_csv,
-                    write_md)
+from report import (LARGE_BENCHES, NEW_WORKLOADS, ORDER, csv_summary, fmt_rss, fmt_value,
+                    headline_table, load_csv, machine_info, md_summary, rst_summary, summarise,
+                    write_csv, write_md)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -278,7 +278,7 @@ REAL_QUICK_RUNS = 3
 # run; the median of 15 about 2.5%. largewin is not among them: it runs its whole budget (about
 # a second) and its spread is small. Every allocator gets the same count, interleaved.
 PARITY_QUICK_RUNS = 3
-PARITY_ROWS = ("larson-rounds", "randpos", "threadgen", "bignum")
+PARITY_ROWS = tuple(b for b in NEW_WORKLOADS if b not in UNCAPPED)
 
 
 def real_configs(bindir, quick, only):
@@ -610,7 +610,7 @@ def main():
     max_runs = max(c.runs_per_rep for c in configs)
     multi = [c.bench if c.section == "micro" else "real programs" for c in configs
              if c.runs_per_rep == max_runs]
-    multi = ", ".join(sorted(set(multi), key=multi.index))
+    multi = ", ".join(dict.fromkeys(multi))  # in order, once each
     meta = [("date", time.strftime("%Y-%m-%d %H:%M %Z")),
             ("machine", machine_info()),
             ("mode", "%s, %d repetitions%s, median reported, threads %s"
