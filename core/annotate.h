@@ -142,14 +142,13 @@ static always_inline void annotate_block_resize(const void *p, size_t size, size
 }
 
 /*
- * sefer_usable_size() told the program it may use all `usable` bytes of p's block, which is
- * live (live > 0), free (0) or not known to be either (< 0: then taken as live when its first
- * byte is the program's, so a malloc(0) block stays poisoned).
+ * sefer_usable_size() told the program it may use all `usable` bytes of p's block: they are its
+ * now if the block is live (a freed block stays poisoned).
  */
-static always_inline void annotate_block_grant(const void *p, size_t usable, int live)
+static always_inline void annotate_block_grant(const void *p, size_t usable, bool live)
 {
 #if IS_ENABLED(CONFIG_SANITIZE_ADDRESS)
-	if (usable && (live > 0 || (live < 0 && !__asan_address_is_poisoned(p))))
+	if (usable && live)
 		__asan_unpoison_memory_region(p, usable);
 #endif
 	(void)p;

@@ -95,12 +95,14 @@ SEFER_API void *sefer_pvalloc(size_t size)
 
 /*
  * sefer_usable_size() of p, a block of n usable bytes: with ASan the program may now use all
- * of them if the block is live (no free mark, or a large segment's flag, says so).
+ * of them if the block is live, as its free mark (CONFIG_SANITIZE_ADDRESS needs
+ * CONFIG_DEBUG_DOUBLE_FREE) or a large segment's flag says: a malloc(0) block is poisoned
+ * whole, as a free one is, so only the mark tells them apart.
  */
 static inline void annotate_usable(const void *p, size_t n)
 {
 	struct segment *seg = segment_of(p);
-	int live = -1;
+	bool live;
 
 	if (!IS_ENABLED(CONFIG_SANITIZE_ADDRESS) || !n)
 		return;
@@ -108,7 +110,7 @@ static inline void annotate_usable(const void *p, size_t n)
 		seg = aligned_segment_of(p);
 	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
 		live = atomic_load_explicit(&seg->large_live, memory_order_relaxed);
-	else if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+	else
 		live = block_live(p);
 	annotate_block_grant(p, n, live);
 }
