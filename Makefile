@@ -405,6 +405,8 @@ Test targets (make check runs every group this configuration enables):
   check-malloc-fuzz - libFuzzer (ASan, UBSan) over streams of sefer_* calls, FUZZ_TIME s
   check-malloc-fuzz-hardened
                     - The same in this configuration made hardened, fastbin policy on
+  check-malloc-fuzz-variant
+                    - The same without free marks, small segments, guard pages, no caches
   check-valgrind    - CONFIG_VALGRIND: misuse reports asserted, unit suite, stress, python3
                       and sqlite3 under valgrind with 0 errors; --soname-synonyms on libsefer.so
   check-asan-poison - CONFIG_SANITIZE_ADDRESS: ASan's use-after-poison reports on sefer blocks
