@@ -384,9 +384,10 @@ Test targets (make check runs every group this configuration enables):
   check             - Every group; ends with "N passed, N failed"
   check-unit        - The Check unit suites
   check-stress      - The multithreaded stress test
-  check-asan, check-tsan, check-tsan-urcu, check-ubsan
+  check-asan, check-tsan, check-tsan-urcu, check-tsan-variant, check-ubsan
                     - Unit suites and stress test built by clang under each sanitizer
-                      (check-asan with CONFIG_SANITIZE_ADDRESS: sefer's poisoning on)
+                      (check-asan with CONFIG_SANITIZE_ADDRESS: sefer's poisoning on;
+                      check-tsan-variant in the fuzz variant's configuration)
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
   check-warnings    - gcc and clang builds with -Werror

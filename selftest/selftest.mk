@@ -39,18 +39,30 @@ check-stress: $(stress-bin)
 	$(Q)$(TEST_RUNNER) $(stress-bin) 4 100000 3
 
 
+# A configuration far from the defconfig and from its hardened form, for the groups that build
+# one more (check-tsan-variant, check-malloc-fuzz-variant): no free marks (DEBUG_DOUBLE_FREE=n:
+# the free lists say which blocks are free), 2 MiB segments of 32 KiB pages, guard pages, no
+# large-object cache, no segment cache, a two-deep fastbin, MADV_FREE purges, no calloc
+# prefault, the call counters.
+variant-config := DEBUG_DOUBLE_FREE=n SEGMENT_SHIFT=21 PAGE_SHIFT=15 GUARD_PAGES=y \
+	POLICY_LARGE_CACHE=n SEGMENT_CACHE=0 POLICY_FASTBIN=y FASTBIN_DEPTH=2 PURGE_FREE=y \
+	CALLOC_PREFAULT_KB=0 STATS_CALLS=y
+
 # ---- sanitizers: the core built by clang with ASan, TSan or UBSan (malloc face off, since the
-# sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*.
+# sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*; TSan
+# also with liburcu's registry (tsan-urcu) and in the variant configuration (tsan-variant).
 # The process suite (fork, RLIMIT_AS, exec'd children) runs in the plain and UBSan builds only:
 # ASan's shadow memory does not fit a 512 MiB address-space limit and TSan does not support
 # fork from a threaded process.
 san-cflags-asan := -fsanitize=address -fno-omit-frame-pointer
 san-cflags-tsan := -fsanitize=thread
 san-cflags-tsan-urcu := -fsanitize=thread
+san-cflags-tsan-variant := -fsanitize=thread
 san-cflags-ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
 san-config-asan := MALLOC_FACE=n SYNC_C11=y SANITIZE_ADDRESS=y
 san-config-tsan := MALLOC_FACE=n SYNC_C11=y
 san-config-tsan-urcu := MALLOC_FACE=n SYNC_URCU=y
+san-config-tsan-variant := MALLOC_FACE=n SYNC_C11=y $(variant-config)
 san-config-ubsan := MALLOC_FACE=n
 # liburcu-bp places its reader records (declared 128-byte aligned) at 32-byte offsets in its
 # arena; UBSan flags every inlined read lock. That is liburcu's, so the alignment check is off
@@ -59,8 +71,9 @@ san-urcu-cflags-ubsan := -fno-sanitize=alignment
 san-exclude-asan := process
 san-exclude-tsan := process
 san-exclude-tsan-urcu := process
+san-exclude-tsan-variant := process
 san-exclude-ubsan :=
-sanitizers := asan tsan tsan-urcu ubsan
+sanitizers := asan tsan tsan-urcu tsan-variant ubsan
 
 ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)
 check-targets += $(addprefix check-,$(sanitizers))
@@ -134,18 +147,14 @@ malloc-fuzz-distill: malloc-fuzz
 		$(srctree)/selftest/fuzz/corpus > merge.log 2>&1 || { tail -20 merge.log; exit 1; }
 	$(Q)grep MERGE-OUTER: $(mfuzz-dir)/merge.log | tail -1
 	$(Q)$(mfuzz-corpus-py) pack $(mfuzz-dir)/merged $(mfuzz-distilled)
-# And in a third configuration, far from both: no free marks (so no ASan poisoning, above),
-# 2 MiB segments of 32 KiB pages, guard pages, no large-object cache, no segment cache, a
-# two-deep fastbin, MADV_FREE purges, no calloc prefault, the call counters. Its first 12-minute
-# run found the poisoning's false report that made SANITIZE_ADDRESS depend on the marks.
+# And in the variant configuration (variant-config, above): no free marks, so no ASan
+# poisoning. Its first 12-minute run found the poisoning's false report that made
+# SANITIZE_ADDRESS depend on the marks.
 mfuzz-variant-dir := $(objtree)/fuzz-variant
-mfuzz-variant-config := DEBUG_DOUBLE_FREE=n SEGMENT_SHIFT=21 PAGE_SHIFT=15 GUARD_PAGES=y \
-	POLICY_LARGE_CACHE=n SEGMENT_CACHE=0 POLICY_FASTBIN=y FASTBIN_DEPTH=2 PURGE_FREE=y \
-	CALLOC_PREFAULT_KB=0 STATS_CALLS=y
 check-malloc-fuzz-variant:
 	$(Q)mkdir -p $(mfuzz-variant-dir)
 	$(Q)KCONFIG_CONFIG=$(mfuzz-variant-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
-		$(mfuzz-variant-config) >/dev/null
+		$(variant-config) >/dev/null
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-variant-dir) check-malloc-fuzz
 .PHONY: malloc-fuzz malloc-fuzz-distill check-malloc-fuzz-hardened check-malloc-fuzz-variant
 
