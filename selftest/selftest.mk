@@ -131,15 +131,19 @@ check-malloc-fuzz: malloc-fuzz
 		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
 		echo "malloc-fuzz: no failure in $(FUZZ_TIME) s"; \
 	else tail -40 fuzz.log; exit 1; fi
-# The same, FUZZ_TIME seconds, in this configuration made hardened (shuffled free lists, encoded
-# links, the sized frees' contract) with the fastbin policy on: paths the defconfig's run never
-# takes, from the same seeds.
-mfuzz-hardened-dir := $(objtree)/fuzz-hardened
-check-malloc-fuzz-hardened:
-	$(Q)mkdir -p $(mfuzz-hardened-dir)
-	$(Q)KCONFIG_CONFIG=$(mfuzz-hardened-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
-		HARDENED=y POLICY_FASTBIN=y >/dev/null
-	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-hardened-dir) check-malloc-fuzz
+# The same, FUZZ_TIME seconds, in two more configurations built from this one in
+# $(objtree)/fuzz-<name>, from the same seeds: hardened (shuffled free lists, encoded links,
+# the sized frees' contract) with the fastbin policy on, paths the defconfig's run never
+# takes; and the variant (variant-config, above), without free marks and so without ASan
+# poisoning, whose first 12-minute run found the poisoning's false report that made
+# SANITIZE_ADDRESS depend on the marks.
+mfuzz-config-hardened := HARDENED=y POLICY_FASTBIN=y
+mfuzz-config-variant := $(variant-config)
+check-malloc-fuzz-hardened check-malloc-fuzz-variant: check-malloc-fuzz-%:
+	$(Q)mkdir -p $(objtree)/fuzz-$*
+	$(Q)KCONFIG_CONFIG=$(objtree)/fuzz-$*/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+		$(mfuzz-config-$*) >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/fuzz-$* check-malloc-fuzz
 malloc-fuzz-distill: malloc-fuzz
 	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
 	$(Q)rm -rf $(mfuzz-dir)/merged && mkdir -p $(mfuzz-dir)/merged
@@ -147,15 +151,6 @@ malloc-fuzz-distill: malloc-fuzz
 		$(srctree)/selftest/fuzz/corpus > merge.log 2>&1 || { tail -20 merge.log; exit 1; }
 	$(Q)grep MERGE-OUTER: $(mfuzz-dir)/merge.log | tail -1
 	$(Q)$(mfuzz-corpus-py) pack $(mfuzz-dir)/merged $(mfuzz-distilled)
-# And in the variant configuration (variant-config, above): no free marks, so no ASan
-# poisoning. Its first 12-minute run found the poisoning's false report that made
-# SANITIZE_ADDRESS depend on the marks.
-mfuzz-variant-dir := $(objtree)/fuzz-variant
-check-malloc-fuzz-variant:
-	$(Q)mkdir -p $(mfuzz-variant-dir)
-	$(Q)KCONFIG_CONFIG=$(mfuzz-variant-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
-		$(variant-config) >/dev/null
-	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-variant-dir) check-malloc-fuzz
 .PHONY: malloc-fuzz malloc-fuzz-distill check-malloc-fuzz-hardened check-malloc-fuzz-variant
 
 # ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
