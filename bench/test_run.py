@@ -71,17 +71,17 @@ with tempfile.TemporaryDirectory() as d:
            report.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
            sorted(a)[2] / sorted(b)[2])
 
-# Run counts: QUICK runs the rows held to parity (and the real programs) 3 times per
+# Run counts: QUICK runs the rows held to parity and bulk (and the real programs) 3 times per
 # repetition, every other row once; the full mode runs each row once.
 for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
     for c in run.micro_configs("/nonexistent", [1, 2], mode, False, None):
-        want = run.PARITY_QUICK_RUNS if mode == run.QUICK and c.bench in run.PARITY_ROWS else 1
+        want = run.RERUNS_QUICK if mode == run.QUICK and c.bench in run.RERUN_ROWS else 1
         if c.runs_per_rep != want:
             failures.append("%s: %s runs %d times per repetition, want %d"
                             % (name, c.label(), c.runs_per_rep, want))
-if set(run.PARITY_ROWS) != set(report.NEW_WORKLOADS) - {"largewin"}:
-    failures.append("the parity rows %s are not the new workloads but largewin"
-                    % (run.PARITY_ROWS,))
+if set(run.RERUN_ROWS) != (set(report.NEW_WORKLOADS) - {"largewin"}) | {"bulk"}:
+    failures.append("the rows run 3 times %s are not the new workloads but largewin, and bulk"
+                    % (run.RERUN_ROWS,))
 
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
