@@ -95,7 +95,8 @@ $(addprefix check-,$(sanitizers)): check-%:
 # $(objtree)/mfuzz with the malloc face off (ASan owns malloc), sefer's ASan poisoning
 # (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
 # is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
-# branches. The seeds in
+# branches. The thread registry is the configuration's (liburcu's in the defconfig; its inlined
+# read lock without UBSan's alignment check, as in check-ubsan). The seeds in
 # selftest/fuzz/corpus and the distilled corpus of longer runs (selftest/fuzz/distilled.b64,
 # unpacked by scripts/fuzz_corpus.py) are read first; what the fuzzer finds goes to
 # $(objtree)/mfuzz/corpus. malloc-fuzz-distill merges that into distilled.b64 (libFuzzer
@@ -115,14 +116,15 @@ endif
 malloc-fuzz:
 	$(Q)mkdir -p $(mfuzz-dir)/corpus
 	$(Q)KCONFIG_CONFIG=$(mfuzz-dir)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
-		MALLOC_FACE=n $(mfuzz-poison) SYNC_C11=y PERSIST=n SELFTEST_SANITIZERS=n >/dev/null
+		MALLOC_FACE=n $(mfuzz-poison) PERSIST=n SELFTEST_SANITIZERS=n >/dev/null
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(mfuzz-dir) CC=clang \
 		EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(mfuzz-san) -g" \
-		EXTRA_LDFLAGS="$(mfuzz-san)" $(mfuzz-dir)/libsefer.a
+		EXTRA_LDFLAGS="$(mfuzz-san)" CFLAGS_sync_urcu.o="$(san-urcu-cflags-ubsan)" \
+		$(mfuzz-dir)/libsefer.a
 	$(quiet) CLANG mfuzz/malloc-fuzz
 	$(Q)clang -std=gnu11 -O1 -g -fsanitize=fuzzer $(mfuzz-san) $(WARN) -I$(srctree)/include \
 		-o $(mfuzz-bin) $(srctree)/selftest/fuzz/malloc_fuzz.c $(mfuzz-dir)/libsefer.a \
-		-lpthread
+		$$($(MAKE) -s --no-print-directory -f $(srctree)/Makefile O=$(mfuzz-dir) ldlibs)
 check-malloc-fuzz: malloc-fuzz
 	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
 	$(Q)cd $(mfuzz-dir) && if UBSAN_OPTIONS=print_stacktrace=1 $(mfuzz-bin) \
@@ -134,11 +136,11 @@ check-malloc-fuzz: malloc-fuzz
 # The same, FUZZ_TIME seconds, in two more configurations built from this one in
 # $(objtree)/fuzz-<name>, from the same seeds: hardened (shuffled free lists, encoded links,
 # the sized frees' contract) with the fastbin policy on, paths the defconfig's run never
-# takes; and the variant (variant-config, above), without free marks and so without ASan
-# poisoning, whose first 12-minute run found the poisoning's false report that made
-# SANITIZE_ADDRESS depend on the marks.
+# takes; and the variant (variant-config, above, with the C11 registry), without free marks
+# and so without ASan poisoning, whose first 12-minute run found the poisoning's false report
+# that made SANITIZE_ADDRESS depend on the marks.
 mfuzz-config-hardened := HARDENED=y POLICY_FASTBIN=y
-mfuzz-config-variant := $(variant-config)
+mfuzz-config-variant := $(variant-config) SYNC_C11=y
 check-malloc-fuzz-hardened check-malloc-fuzz-variant: check-malloc-fuzz-%:
 	$(Q)mkdir -p $(objtree)/fuzz-$*
 	$(Q)KCONFIG_CONFIG=$(objtree)/fuzz-$*/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
