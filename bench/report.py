@@ -31,9 +31,10 @@ def fmt_rate(v):
 
 
 def fmt_rss(kb):
+    """MiB, the unit every RSS column names: 0.1 MiB steps below 1 GiB, whole MiB from there."""
     if kb is None:
         return "?"
-    return "%.1f" % (kb / 1024.0) if kb < 1024 * 1024 else "%.2fG" % (kb / 1048576.0)
+    return "%.1f" % (kb / 1024.0) if kb < 1024 * 1024 else "%.0f" % (kb / 1024.0)
 
 
 def fmt_value(cfg, v):

@@ -4,7 +4,7 @@
 is the median of the paired ratios (each run over the peer's run of the same turn), not the
 ratio of two medians; latest.csv keeps the runs so that the summaries read back from it pair
 the same way; a CSV written before it kept them falls back to the ratio of the medians; QUICK runs
-the rows held to parity three times per repetition. Run by
+the rows held to parity three times per repetition; RSS cells are in MiB. Run by
 make check-bench-harness; prints one line, exits 1 on a mismatch."""
 import csv
 import os
@@ -82,6 +82,11 @@ for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
 if set(run.RERUN_ROWS) != (set(report.NEW_WORKLOADS) - {"largewin"}) | {"bulk"}:
     failures.append("the rows run 3 times %s are not the new workloads but largewin, and bulk"
                     % (run.RERUN_ROWS,))
+
+# Peak RSS cells are MiB, the unit the column names, also past 1 GiB (largewin at 4 threads).
+for kb, want in ((1843, "1.8"), (1048575, "1024.0"), (1352704, "1321"), (None, "?")):
+    if report.fmt_rss(kb) != want:
+        failures.append("fmt_rss(%s) is %r, want %r" % (kb, report.fmt_rss(kb), want))
 
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
