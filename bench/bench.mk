@@ -2,6 +2,7 @@
 # bench/bench.mk - benchmark programs and the runner, included by the top Makefile.
 #
 #   make bench [QUICK=1] [THREADS=1,2,4,8] [BENCH_ONLY=regex] [BENCH_ALLOC=sefer,mimalloc]
+#              [BENCH_CPU=auto|none|N]
 #       every workload and real program under sefer (the configured build),
 #       glibc, mimalloc, jemalloc and tcmalloc; writes bench/results/latest.{csv,md,png}
 #   make bench-headline
@@ -43,7 +44,8 @@ bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(persist-mks) && \
 bench: all $(bench-progs)
 	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
 		$(if $(BENCH_ONLY),--only '$(value BENCH_ONLY)') \
-		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) --out $(srctree)/bench/results
+		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) $(if $(BENCH_CPU),--cpu $(BENCH_CPU)) \
+		--out $(srctree)/bench/results
 	$(Q)$(if $(bench-persist-defined),$(MAKE) -f $(srctree)/Makefile O=$(O) \
 		$(if $(QUICK),QUICK=$(QUICK)) bench-persist)
 

@@ -37,7 +37,7 @@
 struct bench_opts {
 	const char *name;	/* workload name, printed as bench= */
 	int threads;		/* --threads N (default 1) */
-	int pin;		/* --pin: worker i runs on core i % ncpu */
+	int pin;		/* --pin: worker i runs on the i-th allowed CPU (bench_pin) */
 	uint64_t ops;		/* --ops N: op budget, meaning per workload */
 	uint64_t seed;		/* --seed N (default 42) */
 	size_t size;		/* --size N: block size in bytes, where used */
@@ -170,18 +170,28 @@ static inline double now_sec(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Pin the calling thread to core (idx % online cores). */
+/*
+ * Pin the calling thread to the (idx % n)-th of the n CPUs the process may run on (its affinity
+ * mask, which a runner may have narrowed: bench/run.py pins single-thread runs to one CPU).
+ */
 static inline void bench_pin(int idx)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t set;
+	cpu_set_t allowed, set;
+	int n, k = -1;
 
-	if (ncpu < 1)
-		ncpu = 1;
-	CPU_ZERO(&set);
-	CPU_SET((int)(idx % ncpu), &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		perror("sched_setaffinity");
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) || (n = CPU_COUNT(&allowed)) < 1) {
+		perror("sched_getaffinity");
+		return;
+	}
+	idx %= n;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed) && ++k == idx) {
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			if (sched_setaffinity(0, sizeof(set), &set))
+				perror("sched_setaffinity");
+			return;
+		}
 }
 
 /* Peak resident set in KiB: VmHWM, or ru_maxrss when /proc is absent. */

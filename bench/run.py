@@ -6,7 +6,7 @@ Usage (normally through make, see Documentation/benchmarks.rst):
 
   run.py --bindir build/bench --sefer build/libsefer.so [--quick]
          [--threads 1,2,4] [--reps N] [--only REGEX] [--alloc a,b]
-         [--out bench/results] [--no-real] [--headline]
+         [--out bench/results] [--no-real] [--headline] [--cpu auto|none|N]
   run.py --rst-summary bench/results/latest.csv     (benchmarks.rst tables)
   run.py --md-summary [--full] bench/results/latest.csv   (README headline)
   run.py --png bench/results/latest.csv out.png    (redraw the plot)
@@ -16,7 +16,9 @@ configuration runs once per repetition under every allocator, the allocator
 order rotating from one repetition to the next, so slow drifts of the machine
 spread evenly; the figure reported is the median over the repetitions, and a
 ratio to a peer the median of the paired ratios (each run over the peer's run
-next to it).
+next to it). The one-thread rows and the one-process real programs run on one
+CPU (--cpu, default the fastest of a calibration run), the same for every
+allocator.
 Results go to OUT/latest.csv, OUT/latest.md and OUT/latest.png (the headline
 mode writes BINDIR/headline.{csv,md} instead and leaves OUT alone): their
 summaries, ratios, targets and tables are bench/report.py's, the plot
@@ -348,14 +350,17 @@ def alloc_env(alloc, extra=None):
     return env
 
 
-def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE):
-    """Run argv; return (rc, wall seconds, ru_maxrss KiB, stdout, stderr)."""
+def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE, cpus=None):
+    """Run argv, on the CPUs in cpus if given (its affinity mask); return (rc, wall seconds,
+    ru_maxrss KiB, stdout, stderr)."""
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     errf = tempfile.TemporaryFile()
     outf = tempfile.TemporaryFile() if stdout == subprocess.PIPE else stdout
     try:
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, env=env, stdin=fin, stdout=outf, stderr=errf)
+        p = subprocess.Popen(argv, env=env, stdin=fin, stdout=outf, stderr=errf,
+                             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus
+                             else None)
         killer = threading.Timer(timeout, lambda: p.kill())
         killer.start()
         try:
@@ -383,6 +388,42 @@ def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE):
             outf.close()
 
 
+# The CPU that runs the single-thread runs (--cpu), or None: every allocator's run of a row on
+# the same CPU. On the 2-vCPU reference VM one vCPU ran a whole process 1.6-1.75x slower than
+# the other for hours (sqlite3: 0.28-0.31 s on CPU 0, 0.16-0.18 s on CPU 1, 6 runs each), and
+# the scheduler put each process on either: paired ratios of unpinned runs were bimodal
+# (sqlite3, 15 pairs: 0.62-0.66 or 1.55-1.67), pinned ones were not (10 pairs: 0.97-1.07 but
+# one 1.21).
+SINGLE_CPU = None
+
+
+def upper_median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else 0.0
+
+
+def fastest_cpu(rates):
+    """The CPU with the highest median calibration rate, or None if no run gave one;
+    rates: {cpu: [ops/s, ...]}."""
+    cpus = [c for c in sorted(rates) if rates[c]]
+    return max(cpus, key=lambda c: upper_median(rates[c])) if cpus else None
+
+
+def calibrate_cpus(bindir, rounds=3):
+    """Time the steady workload under glibc on each allowed CPU, interleaved; (cpu, rates)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    rates = {c: [] for c in cpus}
+    argv = [os.path.join(bindir, "steady"), "--threads", "1", "--ops", "4000000"]
+    for _ in range(rounds):
+        for c in cpus:
+            rc, _, _, out, _ = spawn_wait(argv, alloc_env(Alloc("glibc", None, "", "")), 30,
+                                          cpus={c})
+            m = re.search(r"ops_per_s=([\d.]+)", out)
+            if rc == 0 and m:
+                rates[c].append(float(m.group(1)))
+    return fastest_cpu(rates), rates
+
+
 def describe_rc(rc, err):
     if rc == "timeout":
         return "timeout"
@@ -399,8 +440,16 @@ def preload_failed(err):
     return "cannot be preloaded" in err or "ERROR: ld.so" in err
 
 
+def single_cpu_set(cfg):
+    """The affinity of cfg's runs: SINGLE_CPU for one-thread rows and single-process real
+    programs (not redis: a server and its client), else None (every CPU)."""
+    one = cfg.threads == 1 if cfg.section == "micro" else cfg.kind in ("python", "sqlite")
+    return {SINGLE_CPU} if one and SINGLE_CPU is not None else None
+
+
 def run_micro(cfg, alloc, timeout):
-    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc), timeout)
+    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc), timeout,
+                                         cpus=single_cpu_set(cfg))
     if preload_failed(err):
         return Outcome(err="preload failed: " + err.strip().splitlines()[0][:100])
     if rc != 0:
@@ -494,7 +543,7 @@ def run_real(cfg, alloc, timeout, expect):
         return run_redis(cfg, alloc, timeout)
     extra = {"PYTHONMALLOC": "malloc"} if cfg.kind == "python" else {}
     rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
-                                         timeout, stdin=cfg.stdin)
+                                         timeout, stdin=cfg.stdin, cpus=single_cpu_set(cfg))
     if preload_failed(err):
         return Outcome(err="preload failed")
     if rc != 0:
@@ -547,6 +596,9 @@ def main():
     ap.add_argument("--headline", action="store_true")
     ap.add_argument("--peer-dir", action="append", default=[],
                     help="also look for the peers' .so files here")
+    ap.add_argument("--cpu", default="auto",
+                    help="CPU for the single-thread runs: auto (the fastest in a calibration "
+                    "run), none (unpinned), or a CPU number")
     args = ap.parse_args()
     PEER_DIRS.extend(os.path.abspath(d) for d in args.peer_dir)
 
@@ -576,6 +628,34 @@ def main():
             missing += MISSING_PROGS
     if not configs:
         sys.exit("bench: nothing selected")
+
+    global SINGLE_CPU
+    cpu_note = "none (--cpu none): the scheduler's choice"
+    allowed = sorted(os.sched_getaffinity(0))
+    if args.cpu == "auto" and len(allowed) > 1:
+        SINGLE_CPU, rates = calibrate_cpus(args.bindir)
+        if SINGLE_CPU is None:
+            cpu_note = "unpinned: the calibration run (steady under glibc) failed"
+        else:
+            best = upper_median(rates[SINGLE_CPU])
+            cpu_note = ("CPU %d, the fastest of %s in a calibration run (steady under glibc,"
+                        " speed relative to it: %s)" % (
+                            SINGLE_CPU, ",".join(map(str, allowed)), ", ".join(
+                                "CPU %d %.2f" % (c, upper_median(r) / best)
+                                for c, r in sorted(rates.items()) if r)))
+    elif args.cpu == "auto":
+        cpu_note = "the only CPU this runner may use"
+    elif args.cpu != "none":
+        try:
+            SINGLE_CPU = int(args.cpu)
+        except ValueError:
+            sys.exit("bench: --cpu (BENCH_CPU) must be auto, none or a CPU number, not %r"
+                     % args.cpu)
+        if SINGLE_CPU not in allowed:
+            sys.exit("bench: --cpu %d is not one of this process's CPUs (%s)"
+                     % (SINGLE_CPU, ",".join(map(str, allowed))))
+        cpu_note = "CPU %d (--cpu)" % SINGLE_CPU
+    print("bench: single-thread runs on %s" % cpu_note, flush=True)
 
     timeout_micro = 30 if args.quick else 90
     timeout_real = 60 if args.quick else 180
@@ -625,6 +705,7 @@ def main():
                 " (%s: %d runs each, %d in all)" % (multi, max_runs, reps * max_runs)
                 if max_runs > 1 else "",
                 ",".join(map(str, threads)))),
+            ("single-thread runs (t=1 rows, python3, sqlite3)", cpu_note),
             ("run time", "%.0f s" % elapsed),
             ("load average", "%.2f at start, %.2f at end (anything else running "
              "on the machine skews the figures)" % (load0, os.getloadavg()[0]))]

@@ -3,9 +3,9 @@
 """The ratio rules of bench/report.py (the runner's results) on made-up runs: a ratio to a peer
 is the median of the paired ratios (each run over the peer's run of the same turn), not the
 ratio of two medians; latest.csv keeps the runs so that the summaries read back from it pair
-the same way; a CSV written before it kept them falls back to the ratio of the medians; QUICK runs
-the rows held to parity three times per repetition; RSS cells are in MiB. Run by
-make check-bench-harness; prints one line, exits 1 on a mismatch."""
+the same way; a CSV written before it kept them falls back to the ratio of the medians; QUICK
+runs the rows held to parity three times per repetition; RSS cells are in MiB; single-thread
+runs share one CPU. Run by make check-bench-harness; prints one line, exits 1 on a mismatch."""
 import csv
 import os
 import sys
@@ -82,6 +82,25 @@ for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
 if set(run.RERUN_ROWS) != (set(report.NEW_WORKLOADS) - {"largewin"}) | {"bulk"}:
     failures.append("the rows run 3 times %s are not the new workloads but largewin, and bulk"
                     % (run.RERUN_ROWS,))
+
+# Single-thread runs: the CPU with the best median calibration rate (not the best single run);
+# one-thread micro rows and python3/sqlite3 on it, multi-thread rows and redis anywhere.
+if run.fastest_cpu({0: [90, 300, 95], 1: [120, 118, 60], 2: []}) != 1:
+    failures.append("fastest_cpu did not pick the best median")
+if run.fastest_cpu({0: [], 1: []}) is not None:
+    failures.append("fastest_cpu picked a CPU without a calibration rate")
+run.SINGLE_CPU = 1
+for c, want in ((run.Config("micro", "steady", "256live", 1, 0, []), {1}),
+                (run.Config("micro", "larson", "768slots", 1, 1, []), {1}),
+                (run.Config("micro", "steady", "256live", 2, 0, []), None),
+                (run.Config("real", "sqlite3", "10k rows", 1, 0, [], kind="sqlite"), {1}),
+                (run.Config("real", "python3", "pywork x1", 1, 0, [], kind="python"), {1}),
+                (run.Config("real", "redis", "20k req x7", 1, 0, [], kind="redis"), None)):
+    if run.single_cpu_set(c) != want:
+        failures.append("%s runs on %s, want %s" % (c.label(), run.single_cpu_set(c), want))
+run.SINGLE_CPU = None
+if run.single_cpu_set(run.Config("micro", "steady", "256live", 1, 0, [])) is not None:
+    failures.append("--cpu none still pins")
 
 # Peak RSS cells are MiB, the unit the column names, also past 1 GiB (largewin at 4 threads).
 for kb, want in ((1843, "1.8"), (1048575, "1024.0"), (1352704, "1321"), (None, "?")):
