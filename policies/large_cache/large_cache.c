@@ -23,8 +23,13 @@
  *    per-heap cache bounded by the headroom only). A miss, after which the core maps the
  *    request anew, first evicts the heap's oldest until cached_view + the request fit that
  *    bound;
- *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, where
- *    usable is what the segment offers at the request's alignment (the block is re-placed);
+ *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, or with
+ *    usable - size <= HIT_SLACK and usable <= REGROW_ROOM times the room of a segment mapped
+ *    for the request (fits_as_is), where usable is what the segment offers at the request's
+ *    alignment (the block is re-placed): a buffer that a program regrows by realloc from a
+ *    fraction of its last size gets its old pages back to grow into, where a shrink and a
+ *    regrowth would fault them in again (sqlite3's sorter: 128 KiB -> 256 KiB -> 512 KiB,
+ *    freed, and again), at most HIT_SLACK unused per block;
  *    when none is, the core resizes one where it can (segment_resize_large: its pages move,
  *    a shrink gives the rest back), which leaves the cache like a hit (resize_one);
  *  - a realloc growing a block (large_regrow) takes the smallest segment with
@@ -65,6 +70,7 @@
 #define LIVE_SHARE 64	    /* the caches may hold 1/64 of the live large bytes beyond headroom */
 #define REGROW_ROOM 4	    /* large_regrow hands out at most 4 times the request */
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
+#define HIT_SLACK ((size_t)1 << 20) /* a hit over twice a request leaves at most 1 MiB unused */
 
 struct large_cache_options large_cache_opt = {
 	.budget = UINT64_MAX,
@@ -264,6 +270,23 @@ static bool spared_for_regrow(const struct segment *s, size_t size)
 }
 
 /*
+ * Is a cached segment offering `usable` bytes handed out as it is for a request of `size` at
+ * block offset `off`? Against REGROW_ROOM it is weighed with the room a segment mapped for the
+ * request would give (whole SPAGE_SIZE pages): a buffer regrown by doubling from a quarter of
+ * its old size asks for a quarter of its old room less the rounding.
+ */
+static bool fits_as_is(size_t usable, size_t size, size_t off)
+{
+	if (usable < size)
+		return false;
+	if (usable - size <= size)
+		return true;
+	/* with guard pages a block ends where its request does: no room to grow into */
+	return !IS_ENABLED(CONFIG_GUARD_PAGES) && usable - size <= HIT_SLACK &&
+	       usable / REGROW_ROOM <= align_up(off + size, SPAGE_SIZE) - off;
+}
+
+/*
  * No cached segment fits `size` as it is: resize the one closest above it (a shrink gives the
  * least back), else the largest below (a growth faults in the least), keeping its pages
  * (segment_resize_large). NULL where the core cannot resize; the segment then stays cached.
@@ -314,7 +337,7 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, siz
 	for (struct segment *s = c->tail; s; s = s->prev) {
 		size_t usable = large_room(s, off);
 
-		if (!usable || usable < size || usable - size > size)
+		if (!usable || !fits_as_is(usable, size, off))
 			continue;
 		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
 		if (!large_place(s, off, size))

@@ -318,6 +318,83 @@ START_TEST(lc_window)
 }
 END_TEST
 
+/*
+ * Past twice the request, a cached segment is handed out as it is while it leaves at most 1 MiB
+ * unused and is at most REGROW_ROOM (4) times the room a segment mapped for the request would
+ * have (large_cache.c, fits_as_is): a buffer that doubles by realloc from a quarter of its old
+ * size (128 KiB + 8 to 512 KiB + 8, as sqlite3's sorter does, again and again) grows back into
+ * its old pages in place, mapping nothing. Without guard pages only: with them a block ends at
+ * its request and such a hit would only waste the rest.
+ */
+static size_t mapped_room(size_t size)
+{
+	size_t off = large_block_offset(0);
+
+	return align_up(off + size, SPAGE_SIZE) - off;
+}
+
+START_TEST(lc_regrow_window)
+{
+	setup();
+	const size_t off = large_block_offset(0), slack = MiB, first = (512 << 10) + 8;
+	bool room = !IS_ENABLED(CONFIG_GUARD_PAGES);
+	uint8_t *p = sefer_malloc(first), *q;
+	struct segment *seg = segment_of(p);
+	size_t usable = large_room(seg, off), mapped, hits, small;
+
+	page_pattern_fill(p, 0, first);
+	sefer_free(p);
+	hits = cache()->hits;
+	/* the largest request whose own segment would have a quarter of usable less one page */
+	small = mapped_room((usable / 4) & ~(SPAGE_SIZE - 1)) - SPAGE_SIZE;
+	ck_assert_uint_lt(mapped_room(small) * 4, usable);
+	q = sefer_malloc(small); /* over 4 times: not a hit */
+	ck_assert_uint_eq(cache()->hits, hits);
+	sefer_free(q);
+	large_cache_heap_exit(heap_get());
+	p = sefer_malloc(first);
+	seg = segment_of(p);
+	sefer_free(p);
+	q = sefer_malloc((128 << 10) + 8); /* its own segment: 192 KiB, a third of usable */
+	ck_assert_uint_ge(mapped_room((128 << 10) + 8) * 4, usable);
+	ck_assert_uint_eq(cache()->hits, hits + room);
+	if (room) {
+		ck_assert_ptr_eq(segment_of(q), seg);
+		ck_assert_uint_ge(sefer_usable_size(q), usable);
+		mapped = atomic_load(&sefer_large_mapped);
+		page_pattern_fill(q, 0, (128 << 10) + 8);
+		for (size_t n = (256 << 10) + 8; n <= first; n = 2 * n - 8) {
+			ck_assert_ptr_eq(sefer_realloc(q, n), q); /* grows into its room */
+			page_pattern_fill(q, (n / 2) & ~(size_t)4095, n);
+		}
+		ck_assert_uint_eq(atomic_load(&sefer_large_mapped), mapped);
+		ck_assert_uint_eq(page_pattern_bad(q, 0, first), 0);
+	}
+	sefer_free(q);
+	large_cache_heap_exit(heap_get());
+
+	/* the slack bound: 1.5 MiB for a request 1 MiB smaller is a hit, 1 byte smaller not */
+	p = sefer_malloc(1536 << 10);
+	seg = segment_of(p);
+	usable = large_room(seg, off);
+	sefer_free(p);
+	hits = cache()->hits;
+	q = sefer_malloc(usable - slack - 1);
+	ck_assert_uint_eq(cache()->hits, hits);
+	sefer_free(q);
+	large_cache_heap_exit(heap_get());
+	p = sefer_malloc(1536 << 10);
+	seg = segment_of(p);
+	sefer_free(p);
+	q = sefer_malloc(usable - slack);
+	ck_assert_uint_eq(cache()->hits, hits + room);
+	if (room)
+		ck_assert_ptr_eq(segment_of(q), seg);
+	sefer_free(q);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 START_TEST(lc_alignment)
 {
 	setup();
@@ -724,6 +801,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_collect);
 	tcase_add_test(tc, lc_handoff_owner_exited);
 	tcase_add_test(tc, lc_window);
+	tcase_add_test(tc, lc_regrow_window);
 	tcase_add_test(tc, lc_alignment);
 	tcase_add_test(tc, lc_budget_fifo);
 	tcase_add_test(tc, lc_decay);
