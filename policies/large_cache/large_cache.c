@@ -23,9 +23,9 @@
  *    per-heap cache bounded by the headroom only). A miss, after which the core maps the
  *    request anew, first evicts the heap's oldest until cached_view + the request fit that
  *    bound;
- *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, or with
- *    usable - size <= HIT_SLACK and usable <= REGROW_ROOM times the room of a segment mapped
- *    for the request (fits_as_is), where usable is what the segment offers at the request's
+ *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, or (at
+ *    the default alignment) with usable - size <= HIT_SLACK and usable <= REGROW_ROOM times
+ *    the room of a segment mapped for the request (fits_as_is), where usable is what the segment offers at the request's
  *    alignment (the block is re-placed): a buffer that a program regrows by realloc from a
  *    fraction of its last size gets its old pages back to grow into, where a shrink and a
  *    regrowth would fault them in again (sqlite3's sorter: 128 KiB -> 256 KiB -> 512 KiB,
@@ -281,8 +281,10 @@ static bool fits_as_is(size_t usable, size_t size, size_t off)
 		return false;
 	if (usable - size <= size)
 		return true;
-	/* with guard pages a block ends where its request does: no room to grow into */
-	return !IS_ENABLED(CONFIG_GUARD_PAGES) && usable - size <= HIT_SLACK &&
+	/* with guard pages a block ends where its request does: no room to grow into; an
+	 * aligned block is not resized by realloc (large_resize), nor held to growing in place */
+	return !IS_ENABLED(CONFIG_GUARD_PAGES) && off == large_block_offset(0) &&
+	       usable - size <= HIT_SLACK &&
 	       usable / REGROW_ROOM <= align_up(off + size, SPAGE_SIZE) - off;
 }
 
