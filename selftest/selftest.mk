@@ -92,10 +92,9 @@ $(addprefix check-,$(sanitizers)): check-%:
 
 # ---- malloc fuzzer: libFuzzer over streams of sefer_* calls (selftest/fuzz/malloc_fuzz.c) with
 # ASan and UBSan, FUZZ_TIME seconds (default 20), counted from the start: libFuzzer replays the
-# whole corpus first, which takes longer than 20 s (1132 inputs, 47 s in the defconfig's build
-# and 125 s in the variant's on the 2-vCPU VM of 2026-12-04), so that in `make check` the group
-# is a replay of the corpus and fuzzes no new input; the last line says how many inputs were
-# replayed and how many new ones ran. The core is built again by clang in
+# whole corpus first, which outlasts 20 s, so that in `make check` the group is a replay of the
+# corpus (Documentation/debugging.rst); the last line says how many inputs were replayed and
+# how many new ones ran. The core is built again by clang in
 # $(objtree)/mfuzz with the malloc face off (ASan owns malloc), sefer's ASan poisoning
 # (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
 # is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
@@ -135,12 +134,10 @@ check-malloc-fuzz: malloc-fuzz
 		-max_total_time=$(FUZZ_TIME) -max_len=1024 -print_final_stats=1 \
 		corpus $(srctree)/selftest/fuzz/corpus distilled > fuzz.log 2>&1; then \
 		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
-		init=$$(awk '/INITED/ { sub("#", "", $$1); print $$1; exit }' fuzz.log); \
-		runs=$$(awk '/^Done/ { print $$2; exit }' fuzz.log); \
-		secs=$$(awk '/^Done/ { print $$5; exit }' fuzz.log); \
-		echo "malloc-fuzz: no failure: $${init:-?} corpus inputs replayed, then" \
-			"$$(( $${runs:-0} - $${init:-0} )) new inputs fuzzed, in $${secs:-?} s" \
-			"(FUZZ_TIME=$(FUZZ_TIME); the replay counts in it)"; \
+		awk '/INITED/ && init == "" { init = substr($$1, 2) } /^Done/ { runs = $$2; secs = $$5 } \
+		     END { printf "malloc-fuzz: no failure: %s corpus inputs replayed, then %d new" \
+			   " inputs fuzzed, in %s s (FUZZ_TIME=$(FUZZ_TIME); the replay counts in it)\n", \
+			   init, runs - init, secs }' fuzz.log; \
 	else tail -40 fuzz.log; exit 1; fi
 # The same, FUZZ_TIME seconds, in two more configurations built from this one in
 # $(objtree)/fuzz-<name>, from the same seeds: hardened (shuffled free lists, encoded links,
