@@ -442,9 +442,19 @@ def preload_failed(err):
 
 def single_cpu_set(cfg):
     """The affinity of cfg's runs: SINGLE_CPU for one-thread rows and single-process real
-    programs (not redis: a server and its client), else None (every CPU)."""
+    programs (redis, a server and its client: redis_cpu_sets), else None (every CPU)."""
     one = cfg.threads == 1 if cfg.section == "micro" else cfg.kind in ("python", "sqlite")
     return {SINGLE_CPU} if one and SINGLE_CPU is not None else None
+
+
+def redis_cpu_sets():
+    """The affinities of the redis row's (server, client): the server under test on SINGLE_CPU,
+    its client on the other CPUs, so that neither is scheduled on top of the other; (None,
+    None), every CPU for both, when there is no SINGLE_CPU or no other CPU to give the client."""
+    if SINGLE_CPU is None:
+        return None, None
+    rest = os.sched_getaffinity(0) - {SINGLE_CPU}
+    return ({SINGLE_CPU}, rest) if rest else (None, None)
 
 
 def run_micro(cfg, alloc, timeout):
@@ -493,6 +503,7 @@ def vm_hwm_kb(pid):
 def run_redis(cfg, alloc, timeout):
     """Start our own redis-server under the allocator, drive it, stop it."""
     port = free_port()
+    server_cpus, client_cpus = redis_cpu_sets()
     with tempfile.TemporaryDirectory(prefix="sefer-redis-") as d:
         server = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
@@ -500,7 +511,8 @@ def run_redis(cfg, alloc, timeout):
              "--daemonize", "no", "--loglevel", "warning",
              "--protected-mode", "yes"],
             env=alloc_env(alloc), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            preexec_fn=(lambda: os.sched_setaffinity(0, server_cpus)) if server_cpus else None)
         try:
             t_end = time.time() + 10
             while not redis_ping(port):
@@ -515,7 +527,7 @@ def run_redis(cfg, alloc, timeout):
                 time.sleep(0.02)
             argv = cfg.argv + ["-p", str(port)]
             rc, wall, _, out, err = spawn_wait(argv, alloc_env(Alloc(
-                "glibc", None, "", "")), timeout)
+                "glibc", None, "", "")), timeout, cpus=client_cpus)
             if server.poll() is not None:
                 return Outcome(err="redis-server died: " +
                                describe_rc(server.returncode, ""))
@@ -705,7 +717,8 @@ def main():
                 " (%s: %d runs each, %d in all)" % (multi, max_runs, reps * max_runs)
                 if max_runs > 1 else "",
                 ",".join(map(str, threads)))),
-            ("single-thread runs (t=1 rows, python3, sqlite3)", cpu_note),
+            ("single-thread runs (t=1 rows, python3, sqlite3, the redis server; its client on the "
+             "other CPUs)", cpu_note),
             ("run time", "%.0f s" % elapsed),
             ("load average", "%.2f at start, %.2f at end (anything else running "
              "on the machine skews the figures)" % (load0, os.getloadavg()[0]))]

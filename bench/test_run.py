@@ -84,7 +84,7 @@ if set(run.RERUN_ROWS) != (set(report.NEW_WORKLOADS) - {"largewin"}) | {"bulk"}:
                     % (run.RERUN_ROWS,))
 
 # Single-thread runs: the CPU with the best median calibration rate (not the best single run);
-# one-thread micro rows and python3/sqlite3 on it, multi-thread rows and redis anywhere.
+# one-thread micro rows and python3/sqlite3 on it, multi-thread rows anywhere (redis below).
 if run.fastest_cpu({0: [90, 300, 95], 1: [120, 118, 60], 2: []}) != 1:
     failures.append("fastest_cpu did not pick the best median")
 if run.fastest_cpu({0: [], 1: []}) is not None:
@@ -98,9 +98,20 @@ for c, want in ((run.Config("micro", "steady", "256live", 1, 0, []), {1}),
                 (run.Config("real", "redis", "20k req x7", 1, 0, [], kind="redis"), None)):
     if run.single_cpu_set(c) != want:
         failures.append("%s runs on %s, want %s" % (c.label(), run.single_cpu_set(c), want))
+# redis: the server under test on the single-thread CPU, its client on the others (disjoint).
+cpus = os.sched_getaffinity(0)
+run.SINGLE_CPU = min(cpus)
+server, client = run.redis_cpu_sets()
+if len(cpus) > 1 and (server != {min(cpus)} or client != cpus - {min(cpus)}):
+    failures.append("redis server on %s, client on %s; want %s and %s"
+                    % (server, client, {min(cpus)}, cpus - {min(cpus)}))
+if len(cpus) == 1 and (server, client) != (None, None):
+    failures.append("redis pinned to %s and %s on a single CPU" % (server, client))
 run.SINGLE_CPU = None
 if run.single_cpu_set(run.Config("micro", "steady", "256live", 1, 0, [])) is not None:
     failures.append("--cpu none still pins")
+if run.redis_cpu_sets() != (None, None):
+    failures.append("--cpu none still pins redis")
 
 # Peak RSS cells are MiB, the unit the column names, also past 1 GiB (largewin at 4 threads).
 for kb, want in ((1843, "1.8"), (1048575, "1024.0"), (1352704, "1321"), (None, "?")):
