@@ -52,16 +52,16 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||
 	    pg->used > pg->reserved)
 		problem(c, "page descriptor inconsistent", pg);
-	size_t nfree = walk_list(c, pg, pg->free), nlocal = walk_list(c, pg, pg->local_free);
+	size_t nfree = walk_list(c, pg, pg->free);
 
-	if (nlocal + pg->used != pg->reserved || nfree > pg->used)
-		problem(c, "local_free + used blocks differ from carved blocks", pg);
+	if (nfree + pg->used != pg->reserved)
+		problem(c, "free list + used blocks differ from carved blocks", pg);
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	size_t live = 0;
 
 	for (size_t i = 0; i < pg->reserved; i++)
 		live += block_live((struct block *)(pg->start + i * pg->block_size));
-	if (!policy_keeps_small_blocks() && live != pg->used - nfree)
+	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||
 	    pg->fast_limit != page_fast_limit(pg))

@@ -62,8 +62,9 @@ void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, s
 	block_mark_free(b);
 	annotate_block_free(b, pg->block_size);
 	heap_stat_call(heap, frees);
-	block_set_next(b, pg->local_free);
-	pg->local_free = b;
+	block_set_next(b, pg->free);
+	pg->free = b;
+	pg->is_zero = 0;
 	pg->used--;
 	if (pg->flags & PAGE_FULL)
 		page_unfull(heap, pg);

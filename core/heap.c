@@ -214,7 +214,7 @@ static bool abandoned_collect(struct segment *seg)
 
 	for_each_span(seg, pg, idx) {
 		page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
-		if (page_settle(pg) == 0)
+		if (pg->used == 0)
 			span_free_slots(seg, pg, heap_purge_delay(NULL));
 	}
 	return seg->used_pages == 0;
@@ -306,7 +306,7 @@ void heap_abandon(struct heap *heap)
 		queue_push_back(&heap->bins[pg->bin], pg);
 	}
 	policy_heap_exit_all(heap);
-	heap_release_empty(heap, false); /* segments it empties become spares (!heap->live) */
+	heap_release_empty(heap); /* segments it empties become spares (!heap->live) */
 	heap_cache_to_spares(heap);
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
 	abandon_segments(heap, heap->segments);
@@ -429,8 +429,7 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 		heap_direct_update(heap, pg->bin);
 	}
 	for_each_span(seg, pg, idx) {
-		/* a page with a free list is allocated from as it is (heap_release_empty) */
-		if (!pg->free && page_settle(pg) == 0) {
+		if (pg->used == 0) {
 			bool last = seg->used_pages == pg->span;
 
 			queue_remove(&heap->bins[pg->bin], pg);

@@ -214,8 +214,6 @@ void queue_push_back(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void queue_remove(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
 void heap_direct_update(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 __must_check struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-void page_collect(struct page *pg) SEFER_INTERNAL;
-uint32_t page_settle(struct page *pg) SEFER_INTERNAL;
 bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
 void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void page_emptied(struct page *pg) SEFER_INTERNAL noinline;
@@ -223,7 +221,7 @@ bool page_queue_usable(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
 void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;
 void heap_collect(struct heap *heap, bool force) SEFER_INTERNAL;
-void heap_release_empty(struct heap *heap, bool walk) SEFER_INTERNAL;
+void heap_release_empty(struct heap *heap) SEFER_INTERNAL;
 
 /* Hot-path bodies of the policies, which need struct heap (core/policy_hot.h). */
 #include "core/policy_hot.h"

@@ -281,7 +281,6 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 #else
 	(void)seg;
 	mark_free_list(pg, pg->free, map);
-	mark_free_list(pg, pg->local_free, map);
 #endif
 	for (uint32_t i = 0; i < n; i++)
 		if (!(map[i / 64] >> (i % 64) & 1) && !fn(pg->start + (size_t)i * bs, bs, arg))
@@ -429,7 +428,7 @@ void heaps_orphan_children(struct heap *home)
 		next = heap->fc.next_child;
 		heap->fc.next_child = heap->fc.prev_child = NULL;
 		heap_drain_delayed(heap);
-		heap_release_empty(heap, true); /* no owner will settle them later */
+		heap_release_empty(heap);
 		policy_heap_exit_all(heap);
 		heap_cache_to_spares(heap);
 		if (IS_ENABLED(CONFIG_DECOMMIT)) {

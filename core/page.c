@@ -170,7 +170,6 @@ static void page_extend(struct heap *heap, struct page *pg)
 		pg->free = first;
 	}
 	pg->reserved += n;
-	pg->used += n; /* on the free list: counted (segment.h) */
 	pg->fast_limit = page_fast_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 }
@@ -185,7 +184,7 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->used = 0;
 	pg->flags = 0;
 	pg->fast_limit = page_fast_limit(pg); /* 0: nothing carved yet */
-	pg->free = pg->local_free = NULL;
+	pg->free = NULL;
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
@@ -236,57 +235,10 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 		n++;
 	}
 	block_set_next(last, pg->free);
-	pg->free = head; /* counted in used before (pending) and after (on the free list) */
+	pg->free = head;
+	pg->used -= n; /* handed out until now: pending (segment.h) */
 	pg->is_zero = 0;
 	return true;
-}
-
-/* Make the page's freed blocks allocatable (called when its free list is empty). */
-void page_collect(struct page *pg)
-{
-	if (pg->local_free) {
-		if (!pg->free) {
-			pg->free = pg->local_free;
-		} else {
-			struct block *b = pg->local_free;
-
-			while (block_next(pg, b))
-				b = block_next(pg, b);
-			block_set_next(b, pg->free);
-			pg->free = pg->local_free;
-		}
-		pg->local_free = NULL;
-		pg->used = pg->reserved; /* no block on local_free (segment.h) */
-		pg->is_zero = 0;
-	}
-	page_collect_xthread(pg, (uintptr_t)-1);
-}
-
-/*
- * Move pg's free list onto local_free, so that used (the carved blocks not on local_free)
- * counts exactly the blocks handed out and not back, pending cross-thread frees and a policy's
- * included, and return it. The slow paths that ask whether a page is empty call this (release,
- * abandoned segments, adoption): a page nobody allocates from keeps an empty free list, so an
- * abandoned segment's pages cost O(1) at every later global purge, not a walk of their whole
- * free list (a quarter of larson-rounds' cycles). The owner's next refill takes local_free
- * back in one step (page_collect). Slow paths only.
- */
-uint32_t page_settle(struct page *pg)
-{
-	struct block *last = NULL;
-	uint32_t n = 0;
-
-	for (struct block *b = pg->free; b; b = block_next(pg, b)) {
-		last = b;
-		n++;
-	}
-	if (last) {
-		block_set_next(last, pg->local_free);
-		pg->local_free = pg->free;
-		pg->free = NULL;
-		pg->used -= n;
-	}
-	return pg->used;
 }
 
 /*
@@ -434,7 +386,7 @@ static void heap_purge_due(struct heap *heap, bool force, bool took_span)
 bool page_queue_usable(struct heap *heap, unsigned bin)
 {
 	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next)
-		if (pg->free || pg->local_free || pg->reserved < pg->capacity ||
+		if (pg->free || pg->reserved < pg->capacity ||
 		    atomic_load_explicit(&pg->xthread, memory_order_relaxed) & ~XT_MASK)
 			return true;
 	return false;
@@ -459,7 +411,7 @@ retry:
 		next = pg->next;
 		if (pg->free)
 			goto found;
-		page_collect(pg);
+		page_collect_xthread(pg, (uintptr_t)-1);
 		if (pg->free)
 			goto found;
 		if (pg->reserved < pg->capacity) {
@@ -496,40 +448,11 @@ found:
 	return pg;
 }
 
-/* Does seg hold a span known to hold live blocks (no free list to count, used not 0)? */
-static bool segment_holds_live(struct segment *seg)
-{
-	struct page *pg;
-
-	for_each_span(seg, pg, idx)
-		if (!pg->free && pg->used)
-			return true;
-	return false;
-}
-
-/* Settle pg and give it back if that shows it empty; its bin's direct entry is updated. */
-static void release_if_empty(struct heap *heap, struct page *pg)
-{
-	unsigned bin = pg->bin;
-
-	if (page_settle(pg) == 0) {
-		queue_remove(&heap->bins[bin], pg);
-		span_free(heap, pg);
-	}
-}
-
 /*
- * Collect every queued page's frees and give back the pages that are empty. With walk false
- * (a thread's exit) a page whose free list is not empty is settled only when its segment
- * holds no span known to be live: telling whether it is empty takes a walk of that list, and
- * a segment that keeps live blocks is abandoned, not given back, whatever that page holds.
- * Such a page is the one its bin was allocating from (page_find takes a page with a free list
- * to the front), about one per bin; whoever comes next settles it at no extra cost: an adopter
- * allocates from its free list (heap_adopt_segment leaves it queued), a global purge walks it
- * once (abandoned_collect), after which it is O(1) again. The walk at every exit was 14% of
- * larson-rounds' cycles at one thread.
+ * Collect every queued page's frees and give back the pages that are empty (used is exact:
+ * no list to walk). Its bins' direct entries are updated.
  */
-void heap_release_empty(struct heap *heap, bool walk)
+void heap_release_empty(struct heap *heap)
 {
 	for (unsigned bin = 1; bin < NBINS; bin++) {
 		struct page *pg, *next;
@@ -537,30 +460,20 @@ void heap_release_empty(struct heap *heap, bool walk)
 		for (pg = heap->bins[bin].first; pg; pg = next) {
 			next = pg->next;
 			page_collect_xthread(pg, (uintptr_t)-1);
-			if (walk || !pg->free)
-				release_if_empty(heap, pg);
+			if (pg->used == 0) {
+				queue_remove(&heap->bins[bin], pg);
+				span_free(heap, pg);
+			}
 		}
-	}
-	/* Second pass, exit only (with walk every page is settled by now): each settled page
-	 * that holds live blocks says so at last, so a segment is walked only if none does. */
-	for (unsigned bin = 1; bin < NBINS && !walk; bin++) {
-		struct page *pg, *next;
-
-		for (pg = heap->bins[bin].first; pg; pg = next) {
-			next = pg->next;
-			if (pg->free && !segment_holds_live(segment_of(pg)))
-				release_if_empty(heap, pg);
-		}
-	}
-	for (unsigned bin = 1; bin < NBINS; bin++)
 		heap_direct_update(heap, bin);
+	}
 }
 
 /* Collect every page's frees, release empty pages, purge (all pending with force). */
 void heap_collect(struct heap *heap, bool force)
 {
 	heap_drain_delayed(heap);
-	heap_release_empty(heap, true);
+	heap_release_empty(heap);
 	policy_collect_all(heap, force);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
 		heap_purge_due(heap, force, false);

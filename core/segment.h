@@ -12,13 +12,11 @@
  * Invariants (checked by sefer_check_heap()):
  *  - free_pages has a bit per page slot not in any span; used_pages counts slots in spans.
  *  - a span's descriptor: capacity blocks of block_size from start; used = the carved blocks
- *    not on local_free: those handed out (a pending cross-thread free or a policy's block
- *    included) and those on the free list. So malloc, which moves a block from the free list
- *    to the program, leaves it alone; a local free decrements it, and 0 means every carved
- *    block is on local_free (the page is empty; an empty page whose free list is not empty
- *    is found by the slow paths, which move the free list to local_free: page_settle).
- *    Refilling the free list from local_free sets it to reserved; carving adds the new
- *    blocks.
+ *    handed out (a pending cross-thread free or a policy's block included), the others are
+ *    on the free list: used + length(free) == reserved. malloc increments it, a local free
+ *    (which pushes onto the free list: the next malloc of the class takes that block back
+ *    while it is warm) decrements it, and 0 means the page is empty. Collecting cross-thread
+ *    frees subtracts what it moves onto the free list; carving adds none.
  *  - a span's first reserved blocks from start are the carved ones; div_magic and fast_limit
  *    are set as block_start() needs (fast_limit 0 while the page is full); with
  *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a
@@ -58,9 +56,8 @@ enum page_flags {
 };
 
 struct page {
-	/* Owner-only, hot: the malloc fast path reads free; free reads flags and used. */
+	/* Owner-only, hot: malloc pops free and counts used; free pushes free, counts used. */
 	struct block *free;
-	struct block *local_free;
 	uint32_t used;
 	uint16_t flags;
 	uint8_t bin;

@@ -2,7 +2,7 @@
 /*
  * fastbin slow path: give the magazine back to the pages at heap teardown (thread exit).
  * Called by heap_abandon() before it collects the pages, with no page marked full, so a block
- * only needs to go back on its page's local_free list; emptied pages are freed right after.
+ * only needs to go back on its page's free list; emptied pages are freed right after.
  */
 #include "core/heap.h"
 
@@ -16,8 +16,9 @@ void fastbin_heap_exit(struct heap *h)
 			struct segment *seg = segment_of(b);
 			struct page *pg = page_of(seg, b);
 
-			block_set_next(b, pg->local_free);
-			pg->local_free = b;
+			block_set_next(b, pg->free);
+			pg->free = b;
+			pg->is_zero = 0;
 			pg->used--;
 		}
 	}

@@ -96,11 +96,16 @@ Suite *fastbin_suite(void)
 
 START_TEST(fb_off_page_lifo)
 {
-	void *p = sefer_malloc(200), *keep = sefer_malloc(200);
+	void *p = sefer_malloc(200), *keep = sefer_malloc(200), *again;
 	struct page *pg = page_of(segment_of(p), p);
+	bool on_page;
 
 	sefer_free(p);
-	ck_assert_ptr_eq(pg->local_free, p); /* straight onto its page: no magazine */
+	on_page = pg->free == p; /* measured first: Check allocates */
+	again = sefer_malloc(200);
+	ck_assert_msg(on_page, "straight onto its page's free list: no magazine");
+	ck_assert_ptr_eq(again, p);
+	sefer_free(again);
 	sefer_free(keep);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }

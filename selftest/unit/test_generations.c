@@ -11,9 +11,9 @@
  *    first generations left it; when the last worker exits, committed bytes and RSS come back.
  *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
  *    another thread's slow path, not at exit, while that thread lives.
- *  - unsettled pages: the page a bin was allocating from, in a segment that keeps live blocks,
- *    is left with its free list at exit (not walked); the next thread allocates from it with
- *    every block accounted for, and what is left is returned when the last worker exits.
+ *  - partial pages: the page a bin was allocating from, with live blocks, is left with its
+ *    free list at exit; the next thread allocates from it with every block accounted for,
+ *    and what is left is returned when the last worker exits.
  *
  * Counts come from sefer_stats (CONFIG_STATS); RSS is checked with CONFIG_DECOMMIT and
  * without a sanitizer, as in test_decommit.c.
@@ -442,8 +442,8 @@ static size_t cur_n;
 
 /*
  * Fill one page of the 48-byte bin (it goes full: no free list, live blocks) and start a
- * second, which is left with a free list (the carved rest), and exit. The second page's
- * segment holds a live span, so the exit leaves it unsettled (heap_release_empty).
+ * second, which is left with a free list (the carved rest) and live blocks, and exit. The exit
+ * gives back empty pages only (heap_release_empty), so the second page stays as it was.
  */
 static void *leave_current_page(void *arg)
 {
@@ -476,7 +476,7 @@ static void *take_current_page(void *arg)
 		if (page_of(segment_of(v[i]), v[i]) == page_of(segment_of(last), last))
 			(*in_left_page)++;
 	}
-	/* every block accounted for: the page's free list, local frees and live blocks agree */
+	/* every block accounted for: the page's free list and live blocks agree */
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	for (int i = 0; i < CUR_TAKE; i++) {
 		ck_assert_uint_eq(((uint8_t *)v[i])[CUR_SIZE - 1], i & 0xff);
@@ -486,22 +486,22 @@ static void *take_current_page(void *arg)
 	return NULL;
 }
 
-START_TEST(unsettled_pages_taken_over)
+START_TEST(partial_pages_taken_over)
 {
 	pthread_t k = start_keepalive(), t;
 	int in_left_page = 0;
 	struct sefer_stats st;
 	void *first, *last;
-	bool cur_same_segment, cur_unsettled;
+	bool cur_same_segment, cur_partial;
 
 	pthread_create(&t, NULL, leave_current_page, NULL);
 	pthread_join(t, NULL);
 	first = cur_v[0];
 	last = cur_v[cur_n - 1];
 	cur_same_segment = segment_of(first) == segment_of(last);
-	cur_unsettled = page_of(segment_of(last), last)->free != NULL;
+	cur_partial = page_of(segment_of(last), last)->free != NULL;
 	ck_assert_msg(cur_same_segment, "the two pages are in one segment");
-	ck_assert_msg(cur_unsettled, "the exit left the current page's free list alone");
+	ck_assert_msg(cur_partial, "the exit left the current page's free list alone");
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	pthread_create(&t, NULL, take_current_page, &in_left_page);
 	pthread_join(t, NULL);
@@ -511,7 +511,7 @@ START_TEST(unsettled_pages_taken_over)
 		sefer_free(cur_v[i]);
 	}
 	sefer_free(cur_v);
-	/* the last worker goes: whatever is left unsettled is walked and returned now */
+	/* the last worker goes: whatever is left is returned now */
 	stop_keepalive(k);
 	st = stats();
 	if (STATS && IS_ENABLED(CONFIG_DECOMMIT))
@@ -532,7 +532,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
-	tcase_add_test(tc, unsettled_pages_taken_over);
+	tcase_add_test(tc, partial_pages_taken_over);
 	suite_add_tcase(s, tc);
 	return s;
 }
