@@ -396,8 +396,8 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
 			break;
 		any = true;
 		stat_add(&sefer_gstats.reclaimed, NULL, 1);
-		/* false: it was empty and went to the cache or the OS */
-		if (heap_adopt_segment(heap, seg) && (seg->has_space || page_queue_usable(heap, bin)))
+		heap_adopt_segment(heap, seg);
+		if (seg->has_space || page_queue_usable(heap, bin))
 			break;
 	}
 	return any;
@@ -405,9 +405,10 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
 
 /*
  * Take over seg (owner already set to heap): collect its frees, queue its pages, free the
- * empty ones. Returns false if that emptied the segment (it is then cached or unmapped).
+ * empty ones but the last: the adopter came for memory, and freeing every span would cache or
+ * unmap the segment it just took (and map a fresh one for its next span).
  */
-bool heap_adopt_segment(struct heap *heap, struct segment *seg)
+void heap_adopt_segment(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
@@ -429,17 +430,12 @@ bool heap_adopt_segment(struct heap *heap, struct segment *seg)
 		heap_direct_update(heap, pg->bin);
 	}
 	for_each_span(seg, pg, idx) {
-		if (pg->used == 0) {
-			bool last = seg->used_pages == pg->span;
-
+		if (pg->used == 0 && seg->used_pages > pg->span) {
 			queue_remove(&heap->bins[pg->bin], pg);
 			heap_direct_update(heap, pg->bin);
-			span_free(heap, pg); /* on the last span this frees the segment */
-			if (last)
-				return false;
+			span_free(heap, pg);
 		}
 	}
-	return true;
 }
 
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)

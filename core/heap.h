@@ -195,7 +195,7 @@ void heap_struct_put(struct heap *heap) SEFER_INTERNAL;
 void heap_setup(struct heap *heap) SEFER_INTERNAL;
 void heap_reset(struct heap *heap) SEFER_INTERNAL;
 void heap_abandon(struct heap *heap) SEFER_INTERNAL;
-__must_check bool heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
+void heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
 bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
 void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
 void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
