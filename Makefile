@@ -395,7 +395,8 @@ Test targets (make check runs every group this configuration enables):
   check-config-linux_min, check-config-hardened, check-config-small_segments
                     - Unit suites and stress test in alternate configurations
   check-allconfig   - allnoconfig (gcc) and allyesconfig (clang), built and tested
-  check-randconfig  - N random configurations (N=4 by default), built and tested
+  check-randconfig  - N random configurations (N=4 by default; none starts after SECS=30 s
+                      unless N or SECS is given), built and tested
   check-newpolicy   - A throwaway policy added to a copy of the tree, no core/ edit
   check-policies    - Every policy on, and numa with MPOL_BIND
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
@@ -455,6 +456,7 @@ Variables:
   KCONFIG_ALLCONFIG=file
                     - Settings all*config and randconfig keep
   N=k               - check-randconfig's number of configurations; crashtest's crashes
+  SECS=s            - check-randconfig's time budget (default 30 without N; 0: none)
   QUICK=1, THREADS=, BENCH_ONLY=, BENCH_ALLOC=
                     - bench options (bench/bench.mk)
   FUZZ_TIME=s       - check-persist-fuzz's and check-malloc-fuzz's run time (default 20)

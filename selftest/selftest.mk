@@ -222,15 +222,18 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 # ---- options compose (selftest/randconfig/check-randconfig.sh): configurations of the host's
 # backend, -Werror, the unit suite and a short stress test on each. check-randconfig: N random
 # ones (default 4; N=k on the command line), gcc and clang alternating, KCONFIG_SEED=s starts
-# the seeds at s. check-allconfig: allnoconfig (gcc) and allyesconfig (clang).
+# the seeds at s; without N or SECS on the command line no configuration starts after 30 s
+# (make check's time budget: 1 on the 2-core CI machine, a fresh seed each run; SECS=0 lifts
+# it). check-allconfig: allnoconfig (gcc) and allyesconfig (clang).
 rc-n := $(if $(filter command line,$(origin N)),$(N),4)
+rc-secs := $(if $(filter command line,$(origin SECS)),$(SECS),$(if $(filter command line,$(origin N)),0,30))
 rc-backend := $(firstword $(foreach b,LINUX DARWIN WIN32,$(if $(CONFIG_BACKEND_$(b)),BACKEND_$(b))))
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 check-targets += check-allconfig check-randconfig
 endif
 check-randconfig:
 	+$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
-		$(objtree)/randconfig $(rc-backend) rand $(rc-n)
+		$(objtree)/randconfig $(rc-backend) rand $(rc-n) $(rc-secs)
 check-allconfig:
 	+$(Q)bash $(srctree)/selftest/randconfig/check-randconfig.sh $(srctree) \
 		$(objtree)/allconfig $(rc-backend) all

@@ -5,11 +5,12 @@
 # stress test). A failure prints what to reproduce it with, what failed, the end of its log
 # and the minimal config (savedefconfig).
 #
-#   check-randconfig.sh SRCTREE SCRATCH BACKEND_SYMBOL rand N     make check-randconfig [N=k]
+#   check-randconfig.sh SRCTREE SCRATCH BACKEND_SYMBOL rand N [SECS]  make check-randconfig [N=k]
 #   check-randconfig.sh SRCTREE SCRATCH BACKEND_SYMBOL all        make check-allconfig
 #
 # rand: N random configurations from consecutive seeds s, s+1, ..., s being KCONFIG_SEED or a
-# fresh random number. A seed's parity picks the compiler (even: gcc, odd: clang), so the
+# fresh random number; with SECS > 0 no configuration starts once SECS seconds have passed (the
+# first always runs: make check's time budget). A seed's parity picks the compiler (even: gcc, odd: clang), so the
 # compilers alternate and one seed alone reproduces a run: make check-randconfig N=1
 # KCONFIG_SEED=<seed>. all: allnoconfig with gcc, allyesconfig with clang. The backend is held
 # by KCONFIG_ALLCONFIG; everything else is scripts/kconfig.py's.
@@ -19,6 +20,7 @@ tmp=$2
 backend=$3
 mode=$4
 n=${5:-4}
+secs=${6:-0}
 jobs=${JOBS:-2}
 rm -rf "$tmp" && mkdir -p "$tmp"
 printf 'CONFIG_%s=y\n' "$backend" >"$tmp/host.config"
@@ -65,14 +67,20 @@ if [ "$mode" = rand ]; then
 	else
 		base=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 	fi
+	ran=0
 	for i in $(seq 0 $((n - 1))); do
+		if [ "$secs" -gt 0 ] && [ "$ran" -gt 0 ] && [ $(($(date +%s) - t0)) -ge "$secs" ]; then
+			break
+		fi
+		ran=$((ran + 1))
 		seed=$(((base + i) & 0xffffffff))
 		hex=$(printf '0x%x' "$seed")
 		cc=$([ $((seed % 2)) -eq 0 ] && echo gcc || echo clang)
 		try "seed $hex" "$hex" $cc "make check-randconfig N=1 KCONFIG_SEED=$hex" randconfig \
 			KCONFIG_SEED="$seed"
 	done
-	what="$n random configuration(s) from seed $(printf '0x%x' "$base")"
+	what="$ran random configuration(s) from seed $(printf '0x%x' "$base")"
+	[ "$ran" -lt "$n" ] && what="$what (of N=$n: SECS=$secs spent)"
 else
 	try allnoconfig allno gcc "make check-allconfig" allnoconfig
 	try allyesconfig allyes clang "make check-allconfig" allyesconfig
