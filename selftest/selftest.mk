@@ -92,9 +92,9 @@ $(addprefix check-,$(sanitizers)): check-%:
 
 # ---- malloc fuzzer: libFuzzer over streams of sefer_* calls (selftest/fuzz/malloc_fuzz.c) with
 # ASan and UBSan, FUZZ_TIME seconds (default 20), counted from the start: libFuzzer replays the
-# whole corpus first, which outlasts 20 s, so that in `make check` the group is a replay of the
-# corpus (Documentation/debugging.rst); the last line says how many inputs were replayed and
-# how many new ones ran. The core is built again by clang in
+# whole corpus first (17-33 s here, by configuration), so that in `make check` the group is a
+# replay of the corpus and a few seconds of new inputs or none (Documentation/debugging.rst);
+# the last line says how many inputs were replayed and how many new ones ran. The core is built again by clang in
 # $(objtree)/mfuzz with the malloc face off (ASan owns malloc), sefer's ASan poisoning
 # (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
 # is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
