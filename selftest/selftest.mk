@@ -94,10 +94,10 @@ $(addprefix check-,$(sanitizers)): check-%:
 # ASan and UBSan, FUZZ_TIME seconds (default 20), counted from the start: libFuzzer replays the
 # whole corpus first (17-33 s here, by configuration), so that in `make check` the group is a
 # replay of the corpus and a few seconds of new inputs or none (Documentation/debugging.rst);
-# the last line says how many inputs were replayed and how many new ones ran. The core is built again by clang in
-# $(objtree)/mfuzz with the malloc face off (ASan owns malloc), sefer's ASan poisoning
-# (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live block gives the program
-# is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
+# the last line says how many inputs were replayed and how many new ones ran. The core is
+# built again by clang in $(objtree)/mfuzz with the malloc face off (ASan owns malloc),
+# sefer's ASan poisoning (CONFIG_SANITIZE_ADDRESS: a harness or sefer access to a byte no live
+# block gives the program is reported) and the fuzzer's coverage instrumentation, so the fuzzer steers by sefer's own
 # branches. The thread registry is the configuration's (liburcu's in the defconfig; its inlined
 # read lock without UBSan's alignment check, as in check-ubsan). The seeds in
 # selftest/fuzz/corpus and the distilled corpus of longer runs (selftest/fuzz/distilled.b64,

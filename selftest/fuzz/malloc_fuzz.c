@@ -43,8 +43,8 @@
 /* A block of up to FULL_WORDS words carries its pattern in every word; a bigger one in its
  * first and last EDGE_WORDS words and in one word of every STRIDE, at a phase that its tag
  * picks: a 6 MiB block faults in one OS page of four, not all of them (first-touch faults
- * were three quarters of the corpus replay: 43 s against 17 s), and the next block's words
- * sit elsewhere, so each 4 KiB page of a block's middle is checked in every fourth block. */
+ * were three quarters of the corpus replay: 43 s against 17 s). The phase moves one word
+ * from one tag to the next, so the page of four that is checked moves every 512 tags. */
 #define FULL_WORDS 8192
 #define EDGE_WORDS 1024
 #define STRIDE 2039
