@@ -37,18 +37,6 @@
 #else
 #define __sefer_printf(f, a) __attribute__((format(printf, f, a)))
 #endif
-/*
- * SEFER_INTERNAL marks a function or object other files of the library use and programs must
- * not: hidden from the shared library's symbol table. PE has no ELF visibility (only
- * dllexport'ed symbols leave the DLL); under SEFER_STATIC_ALL the amalgamation makes these
- * static instead (scripts/amalgamate.py, Documentation/vendoring.rst).
- */
-#if defined(_WIN32) || defined(SEFER_STATIC_ALL)
-#define SEFER_INTERNAL
-#else
-#define SEFER_INTERNAL __attribute__((visibility("hidden")))
-#endif
-
 #define SEGMENT_SHIFT CONFIG_SEGMENT_SHIFT
 #define SEGMENT_SIZE ((size_t)1 << SEGMENT_SHIFT)
 #define SEGMENT_MASK (SEGMENT_SIZE - 1)

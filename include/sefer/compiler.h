@@ -66,4 +66,25 @@
 #define __bitwise
 #endif
 
+/*
+ * The naming rule (Documentation/architecture.rst, "Names"): a symbol another file of the
+ * library uses and programs must not is named sefer__* and carries one of two markers, in
+ * front of its declaration, so that it stays out of the way of the program sefer is linked
+ * into (libsefer.a, the amalgamation) and out of libsefer.so's symbol table:
+ *
+ *   SEFER_INTERNAL         a function's declaration (its definition inherits the linkage),
+ *                          and an object's definition
+ *   SEFER_INTERNAL_EXTERN  an object's declaration in a header
+ *
+ * PE has no ELF visibility (only dllexport'ed symbols leave the DLL); under SEFER_STATIC_ALL
+ * the amalgamation makes these static (scripts/amalgamate.py, Documentation/vendoring.rst). make check-symbols holds every object file and library to the rule with nm.
+ */
+#if defined(SEFER_STATIC_ALL) || defined(_WIN32)
+#define SEFER_INTERNAL
+#define SEFER_INTERNAL_EXTERN extern
+#else
+#define SEFER_INTERNAL __attribute__((visibility("hidden")))
+#define SEFER_INTERNAL_EXTERN extern __attribute__((visibility("hidden")))
+#endif
+
 #endif
