@@ -3,7 +3,7 @@
 #include "core/align.h"
 #include "core/segtab.h"
 
-struct segment *aligned_segment_of(const void *p)
+struct segment *sefer__aligned_segment_of(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 

@@ -29,6 +29,6 @@
  * SEGMENT_SIZE up (at most VA_BITS - SEGMENT_SHIFT segment-table bits), and believes a header
  * only when its large_block is p. Any pointer value is safe to ask about.
  */
-struct segment *aligned_segment_of(const void *p) SEFER_INTERNAL __cold;
+SEFER_INTERNAL struct segment *sefer__aligned_segment_of(const void *p) __cold;
 
 #endif

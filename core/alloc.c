@@ -23,17 +23,17 @@
  */
 static void prefault_zeroed(void *block, size_t from, size_t to)
 {
-	size_t ps = sefer_os_info.page_size;
+	size_t ps = sefer__os_info.page_size;
 	uintptr_t start, end;
 
-	if (!sefer_os.populate)
+	if (!sefer__os.populate)
 		return;
-	if (to > sefer_opt.calloc_prefault)
-		to = (size_t)sefer_opt.calloc_prefault;
+	if (to > sefer__opt.calloc_prefault)
+		to = (size_t)sefer__opt.calloc_prefault;
 	start = align_up((uintptr_t)block + from, ps);
 	end = ((uintptr_t)block + to) & ~(uintptr_t)(ps - 1);
 	if (start < end)
-		sefer_os.populate((void *)start, end - start);
+		sefer__os.populate((void *)start, end - start);
 }
 
 /* Pop pg's first free block for a request of size bytes (zeroed whole with zero). */
@@ -57,20 +57,20 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 	return b;
 }
 
-void *malloc_slow(size_t size, struct heap *heap, bool zero)
+void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 {
-	if (unlikely(heap == &heap_empty)) {
-		heap = heap_init_thread();
+	if (unlikely(heap == &sefer__heap_empty)) {
+		heap = sefer__heap_init_thread();
 		if (!heap) {
 			errno = ENOMEM;
 			return NULL;
 		}
 	}
 	if (size > SMALL_MAX)
-		return large_alloc(heap, size, 0, zero);
+		return sefer__large_alloc(heap, size, 0, zero);
 
 	unsigned bin = bin_index(size);
-	struct page *pg = page_find(heap, bin);
+	struct page *pg = sefer__page_find(heap, bin);
 
 	if (!pg) {
 		errno = ENOMEM;
@@ -80,7 +80,7 @@ void *malloc_slow(size_t size, struct heap *heap, bool zero)
 }
 
 /* Sizes above the direct table (and calloc of any size): bin queue, then the slow path. */
-void *malloc_generic(size_t size, struct heap *heap, bool zero)
+void *sefer__malloc_generic(size_t size, struct heap *heap, bool zero)
 {
 	if (size <= SMALL_MAX) {
 		struct page *pg = heap->bins[bin_index(size)].first;
@@ -88,7 +88,7 @@ void *malloc_generic(size_t size, struct heap *heap, bool zero)
 		if (pg && pg->free)
 			return pop_block(heap, pg, zero, size);
 	}
-	return malloc_slow(size, heap, zero);
+	return sefer__malloc_slow(size, heap, zero);
 }
 
 /*
@@ -115,7 +115,7 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	return seg->large_block;
 }
 
-void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
+void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 {
 	struct segment *seg;
 	size_t dirty = SIZE_MAX;
@@ -127,7 +127,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	/* A cached segment is aligned to SEGMENT_SIZE only: larger alignments map their own. */
 	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &dirty) : NULL;
 	if (!seg) {
-		seg = segment_alloc_large(heap, size, align);
+		seg = sefer__segment_alloc_large(heap, size, align);
 		if (!seg) {
 			errno = ENOMEM;
 			return NULL;
@@ -137,7 +137,7 @@ void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
 	return large_hand_out(heap, seg, size, zero, dirty);
 }
 
-void *heap_calloc(struct heap *heap, size_t n, size_t size)
+void *sefer__heap_calloc(struct heap *heap, size_t n, size_t size)
 {
 	size_t total;
 
@@ -145,12 +145,12 @@ void *heap_calloc(struct heap *heap, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return malloc_generic(total, heap, true);
+	return sefer__malloc_generic(total, heap, true);
 }
 
-void *calloc_checked(size_t n, size_t size)
+void *sefer__calloc_checked(size_t n, size_t size)
 {
-	return heap_calloc(heap_get(), n, size);
+	return sefer__heap_calloc(heap_get(), n, size);
 }
 
 /* Usable bytes of the block p points into, p in sefer's segment seg. */
@@ -174,7 +174,7 @@ static always_inline size_t usable_size_in(struct segment *seg, const void *p)
 /* NULL, a foreign pointer, or a block of a segment aligned beyond SEGMENT_SIZE. */
 static noinline size_t usable_size_elsewhere(const void *p)
 {
-	struct segment *seg = p ? aligned_segment_of(p) : NULL;
+	struct segment *seg = p ? sefer__aligned_segment_of(p) : NULL;
 
 	return seg ? usable_size_in(seg, p) : 0;
 }
@@ -184,7 +184,7 @@ static noinline size_t usable_size_elsewhere(const void *p)
  * and free, so a small block costs no load of the segment's owner (a large segment's page_off
  * is 0, segment.h), no divide and no stack frame.
  */
-size_t usable_size_any(const void *p)
+size_t sefer__usable_size_any(const void *p)
 {
 	struct segment *seg = segment_of(p);
 
@@ -199,7 +199,7 @@ static bool block_of_heap(struct heap *heap, const void *p)
 	struct segment *seg = segment_of(p);
 	struct heap *owner;
 
-	if (!segtab_contains(seg) && !(seg = aligned_segment_of(p)))
+	if (!segtab_contains(seg) && !(seg = sefer__aligned_segment_of(p)))
 		return false;
 	owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
 	return owner == LARGE_OWNER ? seg->large_heap == heap : owner == heap;
@@ -242,15 +242,17 @@ static void *large_resize(struct heap *heap, struct segment *seg, void *p, size_
 	struct heap *tracker = heaps_large_tracked(seg) ? seg->large_heap : NULL;
 	struct segment *moved;
 
-	if (p != (uint8_t *)seg + large_block_offset(0) || (tracker && !heaps_large_detach(seg)))
+	if (p != (uint8_t *)seg + large_block_offset(0) ||
+	    (tracker && !sefer__heaps_large_detach(seg)))
 		return NULL;
 	annotate_block_free(p, usable);
-	moved = segment_resize_large(seg, size, 0);
+	moved = sefer__segment_resize_large(seg, size, 0);
 	if (tracker && moved && moved != seg && tracker != heap) {
 		moved->large_heap = heap; /* plain realloc moved it: the caller's default heap's */
 		heaps_large_track(heap, moved);
 	} else if (tracker) {
-		heaps_large_add(tracker, moved ? moved : seg); /* seg is gone when it moved */
+		sefer__heaps_large_add(tracker,
+				       moved ? moved : seg); /* seg is gone when it moved */
 	}
 	if (!moved) {
 		/* unchanged: the block is the program's again, as it was */
@@ -280,7 +282,7 @@ static void *large_regrow(struct heap *heap, struct segment *seg, void *p, size_
 	struct segment *to;
 	void *q;
 
-	if (heap == &heap_empty || size - avail < avail / 4 ||
+	if (heap == &sefer__heap_empty || size - avail < avail / 4 ||
 	    !(to = policy_large_regrow(heap, size)))
 		return NULL;
 	q = large_hand_out(heap, to, size, false, SIZE_MAX);
@@ -334,14 +336,15 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 		const char *why;
 		bool freed;
 
-		if (!segtab_contains(seg) && !(seg = aligned_segment_of(p))) {
-			report_error("realloc", p, "not allocated by sefer");
+		if (!segtab_contains(seg) && !(seg = sefer__aligned_segment_of(p))) {
+			sefer__report_error("realloc", p, "not allocated by sefer");
 			errno = EINVAL;
 			return NULL;
 		}
 		/* a freed block or an inner pointer would be kept in place, or copied and freed */
-		if ((why = block_not_held(seg, p, &freed))) {
-			report_error(freed ? "realloc after free" : "invalid realloc", p, why);
+		if ((why = sefer__block_not_held(seg, p, &freed))) {
+			sefer__report_error(freed ? "realloc after free" : "invalid realloc", p,
+					    why);
 			errno = EINVAL;
 			return NULL;
 		}
@@ -369,12 +372,12 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 	return q;
 }
 
-void *realloc_any(void *p, size_t size)
+void *sefer__realloc_any(void *p, size_t size)
 {
 	return realloc_in(heap_get(), p, size, true);
 }
 
-void *heap_realloc(struct heap *heap, void *p, size_t size)
+void *sefer__heap_realloc(struct heap *heap, void *p, size_t size)
 {
 	return realloc_in(heap, p, size, false);
 }
@@ -387,7 +390,7 @@ void *heap_realloc(struct heap *heap, void *p, size_t size)
  * placed at an aligned offset; every power of two up to MAX_ALIGN is served, from SEGMENT_SIZE
  * up by a reservation aligned to it (align.h).
  */
-void *heap_aligned(struct heap *heap, size_t align, size_t size)
+void *sefer__heap_aligned(struct heap *heap, size_t align, size_t size)
 {
 	if (is_pow2(align) && align <= GRANULE)
 		return heap_malloc_inline(heap, size);
@@ -403,14 +406,14 @@ void *heap_aligned(struct heap *heap, size_t align, size_t size)
 		annotate_block_trim(p, size, n);
 		return p;
 	}
-	if (heap == &heap_empty && !(heap = heap_init_thread())) {
+	if (heap == &sefer__heap_empty && !(heap = sefer__heap_init_thread())) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return large_alloc(heap, size ? size : 1, align, false);
+	return sefer__large_alloc(heap, size ? size : 1, align, false);
 }
 
-void *aligned_any(size_t align, size_t size)
+void *sefer__aligned_any(size_t align, size_t size)
 {
-	return heap_aligned(heap_get(), align, size);
+	return sefer__heap_aligned(heap_get(), align, size);
 }

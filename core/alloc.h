@@ -15,25 +15,26 @@
 #include "core/segtab.h"
 
 /* size first: it stays in the first argument register the fast path received it in */
-void *malloc_slow(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
-void *malloc_generic(size_t size, struct heap *heap, bool zero) SEFER_INTERNAL noinline;
-void free_slow(void *p) SEFER_INTERNAL noinline;
-void free_foreign(const void *p) SEFER_INTERNAL noinline;
-const char *block_not_held(struct segment *seg, const void *p, bool *is_double) SEFER_INTERNAL;
-void free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
-		      struct block *b) SEFER_INTERNAL;
-void *calloc_checked(size_t n, size_t size) SEFER_INTERNAL;
-void *realloc_any(void *p, size_t size) SEFER_INTERNAL;
-void *aligned_any(size_t align, size_t size) SEFER_INTERNAL;
+SEFER_INTERNAL void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero) noinline;
+SEFER_INTERNAL void *sefer__malloc_generic(size_t size, struct heap *heap, bool zero) noinline;
+SEFER_INTERNAL void sefer__free_slow(void *p) noinline;
+SEFER_INTERNAL void sefer__free_foreign(const void *p) noinline;
+SEFER_INTERNAL const char *sefer__block_not_held(struct segment *seg, const void *p,
+						 bool *is_double);
+SEFER_INTERNAL void sefer__free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
+		      struct block *b);
+SEFER_INTERNAL void *sefer__calloc_checked(size_t n, size_t size);
+SEFER_INTERNAL void *sefer__realloc_any(void *p, size_t size);
+SEFER_INTERNAL void *sefer__aligned_any(size_t align, size_t size);
 /* The same from a given heap of the calling thread (core/heaps.c); heap_realloc moves a block
  * that is not heap's into it. */
-void *heap_calloc(struct heap *heap, size_t n, size_t size) SEFER_INTERNAL;
-void *heap_realloc(struct heap *heap, void *p, size_t size) SEFER_INTERNAL;
-void *heap_aligned(struct heap *heap, size_t align, size_t size) SEFER_INTERNAL;
-size_t usable_size_any(const void *p) SEFER_INTERNAL;
-void *large_alloc(struct heap *heap, size_t size, size_t align, bool zero) SEFER_INTERNAL;
-void large_free(struct segment *seg, void *p) SEFER_INTERNAL;
-void large_release(struct segment *seg) SEFER_INTERNAL;
+SEFER_INTERNAL void *sefer__heap_calloc(struct heap *heap, size_t n, size_t size);
+SEFER_INTERNAL void *sefer__heap_realloc(struct heap *heap, void *p, size_t size);
+SEFER_INTERNAL void *sefer__heap_aligned(struct heap *heap, size_t align, size_t size);
+SEFER_INTERNAL size_t sefer__usable_size_any(const void *p);
+SEFER_INTERNAL void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero);
+SEFER_INTERNAL void sefer__large_free(struct segment *seg, void *p);
+SEFER_INTERNAL void sefer__large_release(struct segment *seg);
 
 /* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
@@ -72,9 +73,9 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 			annotate_block_trim(p, size, pg->block_size);
 			return p;
 		}
-		return malloc_slow(size, heap, false);
+		return sefer__malloc_slow(size, heap, false);
 	}
-	return malloc_generic(size, heap, false);
+	return sefer__malloc_generic(size, heap, false);
 }
 
 static always_inline void *sefer_malloc_inline(size_t size)
@@ -112,11 +113,12 @@ static always_inline void sefer_free_inline(void *p)
 			if (unlikely(pg->is_zero))
 				pg->is_zero = 0;
 			if (unlikely(--pg->used == 0))
-				page_emptied(pg); /* into seg's owner (heap, or a first-class heap) */
+				sefer__page_emptied(
+					pg); /* into seg's owner (heap, or a first-class heap) */
 			return;
 		}
 	}
-	free_slow(p); /* not cached, full page, double free, another owner, large, foreign */
+	sefer__free_slow(p); /* not cached, full page, double free, another owner, large, foreign */
 }
 
 #endif

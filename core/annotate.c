@@ -2,9 +2,9 @@
 /* CONFIG_VALGRIND: is this process running under valgrind? (core/annotate.h) */
 #include "core/annotate.h"
 
-bool sefer_on_valgrind;
+SEFER_INTERNAL bool sefer__on_valgrind;
 
-void annotate_init(void)
+void sefer__annotate_init(void)
 {
-	sefer_on_valgrind = RUNNING_ON_VALGRIND != 0;
+	sefer__on_valgrind = RUNNING_ON_VALGRIND != 0;
 }

@@ -47,15 +47,15 @@
  * client request (whose magic instruction sequence and argument block cost more: measured in
  * Documentation/debugging.rst).
  */
-extern bool sefer_on_valgrind SEFER_INTERNAL;
-void annotate_init(void) SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN bool sefer__on_valgrind;
+SEFER_INTERNAL void sefer__annotate_init(void);
 #define ANNOTATE_VALGRIND(request)                                                                 \
 	do {                                                                                       \
-		if (unlikely(sefer_on_valgrind))                                                   \
+		if (unlikely(sefer__on_valgrind))                                                  \
 			request;                                                                   \
 	} while (0)
 #else
-static inline void annotate_init(void)
+static inline void sefer__annotate_init(void)
 {
 }
 #endif

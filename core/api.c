@@ -32,12 +32,12 @@ SEFER_API void sefer_free_aligned_sized(void *p, size_t alignment, size_t size)
 
 SEFER_API void *sefer_calloc(size_t n, size_t size)
 {
-	return calloc_checked(n, size);
+	return sefer__calloc_checked(n, size);
 }
 
 SEFER_API void *sefer_realloc(void *p, size_t size)
 {
-	return realloc_any(p, size);
+	return sefer__realloc_any(p, size);
 }
 
 SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size)
@@ -48,12 +48,12 @@ SEFER_API void *sefer_reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_any(p, total);
+	return sefer__realloc_any(p, total);
 }
 
 SEFER_API void *sefer_aligned_alloc(size_t alignment, size_t size)
 {
-	return aligned_any(alignment, size);
+	return sefer__aligned_any(alignment, size);
 }
 
 SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size)
@@ -62,7 +62,7 @@ SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size)
 
 	if (!is_pow2(alignment) || alignment % sizeof(void *))
 		return EINVAL;
-	p = aligned_any(alignment, size);
+	p = sefer__aligned_any(alignment, size);
 	if (!p)
 		return ENOMEM;
 	*out = p;
@@ -71,26 +71,26 @@ SEFER_API int sefer_posix_memalign(void **out, size_t alignment, size_t size)
 
 SEFER_API void *sefer_memalign(size_t alignment, size_t size)
 {
-	return aligned_any(alignment, size);
+	return sefer__aligned_any(alignment, size);
 }
 
 SEFER_API void *sefer_valloc(size_t size)
 {
-	process_init();
-	return aligned_any(sefer_os_info.page_size, size);
+	sefer__process_init();
+	return sefer__aligned_any(sefer__os_info.page_size, size);
 }
 
 SEFER_API void *sefer_pvalloc(size_t size)
 {
 	size_t ps;
 
-	process_init();
-	ps = sefer_os_info.page_size;
+	sefer__process_init();
+	ps = sefer__os_info.page_size;
 	if (size > SIZE_MAX - ps) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return aligned_any(ps, align_up(size ? size : 1, ps));
+	return sefer__aligned_any(ps, align_up(size ? size : 1, ps));
 }
 
 /*
@@ -107,7 +107,7 @@ static inline void annotate_usable(const void *p, size_t n)
 	if (!IS_ENABLED(CONFIG_SANITIZE_ADDRESS) || !n)
 		return;
 	if (!segtab_contains(seg))
-		seg = aligned_segment_of(p);
+		seg = sefer__aligned_segment_of(p);
 	if (atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER)
 		live = atomic_load_explicit(&seg->large_live, memory_order_relaxed);
 	else
@@ -117,7 +117,7 @@ static inline void annotate_usable(const void *p, size_t n)
 
 SEFER_API size_t sefer_usable_size(const void *p)
 {
-	size_t n = usable_size_any(p);
+	size_t n = sefer__usable_size_any(p);
 
 	annotate_usable(p, n); /* the program may now use all n bytes (ASan) */
 	return n;
@@ -130,23 +130,23 @@ SEFER_API size_t sefer_max_alignment(void)
 
 SEFER_API bool sefer_owns(const void *p)
 {
-	return p && (segtab_contains(segment_of(p)) || aligned_segment_of(p));
+	return p && (segtab_contains(segment_of(p)) || sefer__aligned_segment_of(p));
 }
 
 SEFER_API void sefer_collect(bool force)
 {
 	struct heap *heap = heap_get();
 
-	if (heap != &heap_empty)
-		heap_collect(heap, force);
+	if (heap != &sefer__heap_empty)
+		sefer__heap_collect(heap, force);
 }
 
 SEFER_API void sefer_thread_done(void)
 {
 	struct heap *heap = heap_get();
 
-	if (heap != &heap_empty)
-		heap_abandon(heap);
+	if (heap != &sefer__heap_empty)
+		sefer__heap_abandon(heap);
 }
 
 #define STR_(x) #x

@@ -18,7 +18,7 @@ struct check_ctx {
 
 static void problem(struct check_ctx *c, const char *what, const void *where)
 {
-	sefer_message("check: %s at %p", what, where);
+	sefer__message("check: %s at %p", what, where);
 	c->problems++;
 }
 
@@ -72,11 +72,12 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 static void check_segment(struct sync_node *n, void *arg)
 {
 	struct check_ctx *c = arg;
-	struct segment *seg = (struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
+	struct segment *seg =
+		(struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 
 	c->segments++;
-	if (seg->cookie != ((uintptr_t)seg ^ sefer_list_key))
+	if (seg->cookie != ((uintptr_t)seg ^ sefer__list_key))
 		problem(c, "segment header cookie overwritten", seg);
 	if (seg->kind == SEG_LARGE) {
 		if (owner != LARGE_OWNER || seg->large_block < (uint8_t *)seg ||
@@ -125,7 +126,7 @@ static void check_direct(struct check_ctx *c, struct heap *heap)
 	for (size_t s = 0; s < DIRECT_SLOTS; s++) {
 		struct page *first = heap->bins[bin_index(s << GRANULE_SHIFT)].first;
 
-		if (heap->direct[s] != (first ? first : &page_empty))
+		if (heap->direct[s] != (first ? first : &sefer__page_empty))
 			problem(c, "direct table slot not its bin's first page", &heap->direct[s]);
 	}
 }
@@ -135,6 +136,6 @@ SEFER_API size_t sefer_check_heap(void)
 	struct check_ctx c = { heap_get(), 0, 0 };
 
 	check_direct(&c, c.me);
-	sync_registry_walk(check_segment, &c);
+	sefer__sync_registry_walk(check_segment, &c);
 	return c.problems;
 }

@@ -31,7 +31,7 @@ static void put_num(struct out *o, unsigned long long v, unsigned base, int neg)
 		put(o, tmp[--n]);
 }
 
-void sefer_vformat(char *buf, size_t len, const char *fmt, va_list ap)
+void sefer__vformat(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	struct out o = { buf, len, 0 };
 
@@ -68,15 +68,17 @@ void sefer_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 			    lng == 1 ? (long long)va_arg(ap, long) :
 			    lng ? va_arg(ap, long long) : (long long)va_arg(ap, int);
 
-			put_num(&o, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, 10,
-				v < 0);
+			put_num(&o, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v,
+				10, v < 0);
 			break;
 		}
 		case 'u':
 		case 'x': {
-			unsigned long long v = sz ? (unsigned long long)va_arg(ap, size_t) :
-			    lng == 1 ? (unsigned long long)va_arg(ap, unsigned long) :
-			    lng ? va_arg(ap, unsigned long long) : (unsigned long long)va_arg(ap, unsigned);
+			unsigned long long v =
+				sz	   ? (unsigned long long)va_arg(ap, size_t)
+				: lng == 1 ? (unsigned long long)va_arg(ap, unsigned long)
+				: lng	   ? va_arg(ap, unsigned long long)
+					   : (unsigned long long)va_arg(ap, unsigned);
 
 			put_num(&o, v, *fmt == 'x' ? 16 : 10, 0);
 			break;
@@ -91,39 +93,39 @@ void sefer_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 	o.buf[o.pos < o.len ? o.pos : o.len - 1] = '\0';
 }
 
-void sefer_format(char *buf, size_t len, const char *fmt, ...)
+void sefer__format(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	sefer_vformat(buf, len, fmt, ap);
+	sefer__vformat(buf, len, fmt, ap);
 	va_end(ap);
 }
 
-void sefer_message(const char *fmt, ...)
+void sefer__message(const char *fmt, ...)
 {
 	char buf[512] = "sefer: ";
 	va_list ap;
 	size_t n = 7;
 
 	va_start(ap, fmt);
-	sefer_vformat(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	sefer__vformat(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	va_end(ap);
 	while (buf[n])
 		n++;
 	buf[n++] = '\n';
-	sefer_os.write_err(buf, n);
+	sefer__os.write_err(buf, n);
 }
 
-void report_error(const char *what, const void *p, const char *reason)
+void sefer__report_error(const char *what, const void *p, const char *reason)
 {
-	sefer_message("%s of %p (%s)", what, p, reason);
-	if (sefer_opt.on_error != ON_ERROR_WARN)
+	sefer__message("%s of %p (%s)", what, p, reason);
+	if (sefer__opt.on_error != ON_ERROR_WARN)
 		abort();
 }
 
-void report_corruption(const char *what, const void *p)
+void sefer__report_corruption(const char *what, const void *p)
 {
-	sefer_message("heap corruption: %s at %p", what, p);
+	sefer__message("heap corruption: %s at %p", what, p);
 	abort();
 }

@@ -29,12 +29,12 @@ FACE hot_entry void free(void *p)
 
 FACE void *calloc(size_t n, size_t size)
 {
-	return calloc_checked(n, size);
+	return sefer__calloc_checked(n, size);
 }
 
 FACE void *realloc(void *p, size_t size)
 {
-	return realloc_any(p, size);
+	return sefer__realloc_any(p, size);
 }
 
 FACE void *reallocarray(void *p, size_t n, size_t size)
@@ -44,7 +44,7 @@ FACE void *reallocarray(void *p, size_t n, size_t size)
 
 FACE void *aligned_alloc(size_t alignment, size_t size)
 {
-	return aligned_any(alignment, size);
+	return sefer__aligned_any(alignment, size);
 }
 
 FACE int posix_memalign(void **out, size_t alignment, size_t size)
@@ -54,7 +54,7 @@ FACE int posix_memalign(void **out, size_t alignment, size_t size)
 
 FACE void *memalign(size_t alignment, size_t size)
 {
-	return aligned_any(alignment, size);
+	return sefer__aligned_any(alignment, size);
 }
 
 FACE void *valloc(size_t size)
@@ -69,7 +69,7 @@ FACE void *pvalloc(size_t size)
 
 FACE size_t malloc_usable_size(void *p)
 {
-	return usable_size_any(p);
+	return sefer__usable_size_any(p);
 }
 
 /*
@@ -145,17 +145,17 @@ FACE void __libc_free(void *p)
 
 FACE void *__libc_calloc(size_t n, size_t size)
 {
-	return calloc_checked(n, size);
+	return sefer__calloc_checked(n, size);
 }
 
 FACE void *__libc_realloc(void *p, size_t size)
 {
-	return realloc_any(p, size);
+	return sefer__realloc_any(p, size);
 }
 
 FACE void *__libc_memalign(size_t alignment, size_t size)
 {
-	return aligned_any(alignment, size);
+	return sefer__aligned_any(alignment, size);
 }
 
 FACE void *__libc_valloc(size_t size)

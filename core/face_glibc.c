@@ -54,8 +54,8 @@ static void figures(struct face_figures *f)
 	struct sefer_stats st;
 
 	__builtin_memset(f, 0, sizeof(*f));
-	process_init();
-	sync_registry_walk(count_segment, f);
+	sefer__process_init();
+	sefer__sync_registry_walk(count_segment, f);
 	sefer_stats_get(&st);
 	f->committed = (size_t)st.committed;
 	f->peak = (size_t)st.committed_peak;
@@ -121,7 +121,7 @@ FACE struct mallinfo mallinfo(void)
 
 static void set_purge_delay(uint64_t ms)
 {
-	__atomic_store_n(&sefer_opt.purge_delay_ms, ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__opt.purge_delay_ms, ms, __ATOMIC_RELAXED);
 }
 
 /* SEFER_PURGE_DELAY_MS as the environment (or the default) set it, before any mallopt. */
@@ -130,7 +130,7 @@ static uint64_t env_purge_delay(void)
 	static uint64_t env = UINT64_MAX;
 
 	if (__atomic_load_n(&env, __ATOMIC_RELAXED) == UINT64_MAX)
-		__atomic_store_n(&env, sefer_opt.purge_delay_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&env, sefer__opt.purge_delay_ms, __ATOMIC_RELAXED);
 	return env;
 }
 
@@ -152,7 +152,7 @@ static uint64_t env_purge_delay(void)
  */
 FACE int mallopt(int param, int value)
 {
-	process_init(); /* before the environment is read, a setting would be overwritten */
+	sefer__process_init(); /* before the environment is read, a setting would be overwritten */
 	uint64_t env_delay = env_purge_delay();
 
 	switch (param) {
@@ -160,7 +160,7 @@ FACE int mallopt(int param, int value)
 		set_purge_delay(value < 0 ? PURGE_NEVER : value == 0 ? 0 : env_delay);
 		return 1;
 	case M_CHECK_ACTION:
-		sefer_opt.on_error = (value & 2) ? ON_ERROR_ABORT : ON_ERROR_WARN;
+		sefer__opt.on_error = (value & 2) ? ON_ERROR_ABORT : ON_ERROR_WARN;
 		return 1;
 	case M_PURGE:
 	case M_PURGE_ALL:

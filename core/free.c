@@ -41,23 +41,24 @@ static __cold void report_bad_free(struct segment *seg, const void *p)
 	bool dbl;
 	const char *why = invalid_reason(seg, p, &dbl);
 
-	report_error(dbl ? "double free" : "invalid free", p, why);
+	sefer__report_error(dbl ? "double free" : "invalid free", p, why);
 }
 
-void free_foreign(const void *p)
+void sefer__free_foreign(const void *p)
 {
 	struct segment *seg;
 
 	if (!p)
 		return;
-	if ((seg = aligned_segment_of(p))) { /* aligned to a segment or more: core/align.h */
-		large_free(seg, (void *)p);
+	if ((seg = sefer__aligned_segment_of(p))) { /* aligned to a segment or more: core/align.h */
+		sefer__large_free(seg, (void *)p);
 		return;
 	}
-	report_error("invalid free", p, "not allocated by sefer");
+	sefer__report_error("invalid free", p, "not allocated by sefer");
 }
 
-void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
+void sefer__free_local_block(struct heap *heap, struct segment *seg, struct page *pg,
+			     struct block *b)
 {
 	block_mark_free(b);
 	annotate_block_free(b, pg->block_size);
@@ -67,36 +68,36 @@ void free_local_block(struct heap *heap, struct segment *seg, struct page *pg, s
 	pg->is_zero = 0;
 	pg->used--;
 	if (pg->flags & PAGE_FULL)
-		page_unfull(heap, pg);
+		sefer__page_unfull(heap, pg);
 	if (pg->used == 0)
-		page_retire(heap, pg);
+		sefer__page_retire(heap, pg);
 }
 
-void large_free(struct segment *seg, void *p)
+void sefer__large_free(struct segment *seg, void *p)
 {
 	struct heap *heap = heap_get();
 
 	if (p != seg->large_block) {
-		report_error("invalid free", p, "pointer to the inside of a large block");
+		sefer__report_error("invalid free", p, "pointer to the inside of a large block");
 		return;
 	}
 	if (!atomic_exchange_explicit(&seg->large_live, 0, memory_order_relaxed)) {
-		report_error("double free", p, "large block is already free");
+		sefer__report_error("double free", p, "large block is already free");
 		return;
 	}
 	annotate_block_free(p, seg->large_size);
-	if (heap != &heap_empty)
+	if (heap != &sefer__heap_empty)
 		heap_stat_call(heap, frees);
 	if (heaps_large_untrack(seg)) /* else a visit of its heap finishes the free */
-		large_release(seg);
+		sefer__large_release(seg);
 }
 
 /* A freed large block's segment: to a policy's cache, or back to the OS. */
-void large_release(struct segment *seg)
+void sefer__large_release(struct segment *seg)
 {
 	if (policy_large_free(heap_get(), seg))
 		return;
-	segment_release(seg);
+	sefer__segment_release(seg);
 }
 
 /*
@@ -125,7 +126,7 @@ static bool xthread_block_ok(const struct page *pg, const struct block *b)
  * small block is checked against its page's copies for other threads and its own mark, which
  * only a free writes; a large one against its segment.
  */
-const char *block_not_held(struct segment *seg, const void *p, bool *is_double)
+const char *sefer__block_not_held(struct segment *seg, const void *p, bool *is_double)
 {
 	const char *why;
 
@@ -150,16 +151,16 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 		bool dbl;
-		const char *why = block_not_held(seg, b, &dbl);
+		const char *why = sefer__block_not_held(seg, b, &dbl);
 
 		if (why) {
-			report_error(dbl ? "double free" : "invalid free", b, why);
+			sefer__report_error(dbl ? "double free" : "invalid free", b, why);
 			return;
 		}
 		block_mark_pending(b);
 	}
 	annotate_block_free(b, pg->block_size);
-	if (heap != &heap_empty) {
+	if (heap != &sefer__heap_empty) {
 		heap_stat_call(heap, frees);
 		heap_stat_inc(heap, xthread_frees);
 	}
@@ -173,8 +174,8 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		/* release: the owner's acquire in collect sees the link written above; acquire:
 		 * when we take FULL, the owner's earlier writes (page_to_full's release) are
 		 * visible before we write pg->delayed_next. */
-	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, next, memory_order_acq_rel,
-							 memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pg->xthread, &old, next, memory_order_acq_rel, memory_order_relaxed));
 	if (tag != XT_FULL)
 		return;
 
@@ -188,8 +189,8 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 	/* release: publishes pg->delayed_next to the owner's acquire exchange (page.c). */
 	do
 		pg->delayed_next = head;
-	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg, memory_order_release,
-						       memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg,
+						      memory_order_release, memory_order_relaxed));
 	/* release FREEING -> NOTIFIED: pairs with the owner's acquire in wait_not_freeing() and
 	 * segment_mark_never(), which then know the delayed-list link above is complete. */
 	old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
@@ -200,20 +201,20 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		;
 }
 
-void free_slow(void *p)
+void sefer__free_slow(void *p)
 {
 	struct heap *heap = heap_get();
 	struct segment *seg = segment_of(p);
 
 	if (unlikely(!segtab_contains(seg))) {
-		free_foreign(p);
+		sefer__free_foreign(p);
 		return;
 	}
 	struct page *pg = page_of(seg, p);
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
 
 	if (owner == LARGE_OWNER) {
-		large_free(seg, p);
+		sefer__large_free(seg, p);
 		return;
 	}
 	/* Ours: the default heap's, or one of this thread's first-class heaps' (core/heaps.c: a
@@ -230,11 +231,12 @@ void free_slow(void *p)
 			report_bad_free(seg, p);
 			return;
 		}
-		free_local_block(owner, seg, pg, p);
+		sefer__free_local_block(owner, seg, pg, p);
 		return;
 	}
-	if (heap == &heap_empty && !(heap = heap_init_thread()))
-		heap = &heap_empty; /* no heap to be had: still free, as a cross-thread free */
+	if (heap == &sefer__heap_empty && !(heap = sefer__heap_init_thread()))
+		heap = &sefer__heap_empty; /* no heap to be had: still free, as a cross-thread free
+					    */
 	/* Another heap's, or abandoned by an exited thread: pushed like any cross-thread free.
 	 * A thread that needs memory reclaims abandoned segments and collects these frees
 	 * (heap.c). Adopting on free instead made a thread that frees old items (the next

@@ -30,12 +30,13 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
-struct page page_empty;
-struct heap heap_empty = { .direct = { [0 ... DIRECT_SLOTS - 1] = &page_empty } };
-__thread struct heap *sefer_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
-__thread struct segment *sefer_owned[OWNED_SLOTS] __attribute__((tls_model("initial-exec"))) = {
-	[0 ... OWNED_SLOTS - 1] = OWNED_NONE
-};
+SEFER_INTERNAL struct page sefer__page_empty;
+SEFER_INTERNAL struct heap sefer__heap_empty = {
+	.direct = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty}};
+SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec"))) =
+	&sefer__heap_empty;
+SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
+	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
 static struct spinlock pool_lock = SPINLOCK_INIT;
 static struct heap *heap_pool;
@@ -44,10 +45,10 @@ static struct spinlock abandoned_lock = SPINLOCK_INIT;
 static struct segment *abandoned;
 static atomic_int heaps_live; /* heaps of running threads */
 
-void heap_reset(struct heap *heap)
+void sefer__heap_reset(struct heap *heap)
 {
 	for (size_t i = 0; i < DIRECT_SLOTS; i++)
-		heap->direct[i] = &page_empty;
+		heap->direct[i] = &sefer__page_empty;
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
 	heap->segments = heap->full_segments = heap->cache = NULL;
@@ -70,7 +71,7 @@ static void heap_shuffle_seed(struct heap *heap)
 {
 #if IS_ENABLED(CONFIG_HARDENED)
 	static _Atomic(uint64_t) seq;
-	uint64_t z = sefer_shuffle_key +
+	uint64_t z = sefer__shuffle_key +
 		     (atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed) + 1) *
 			     0x9e3779b97f4a7c15ULL;
 
@@ -86,12 +87,12 @@ static void heap_thread_exit(void *arg)
 {
 	struct heap *heap = arg;
 
-	if (heap && heap == sefer_heap)
-		heap_abandon(heap);
+	if (heap && heap == sefer__heap)
+		sefer__heap_abandon(heap);
 }
 
 /* A heap struct from the pool of exited threads' and destroyed heaps, or newly mapped. */
-struct heap *heap_struct_get(void)
+struct heap *sefer__heap_struct_get(void)
 {
 	struct heap *heap;
 
@@ -101,22 +102,22 @@ struct heap *heap_struct_get(void)
 		heap_pool = heap->next_free;
 	spin_unlock(&pool_lock);
 	if (!heap) {
-		size_t size = align_up(sizeof(struct heap), sefer_os_info.page_size);
+		size_t size = align_up(sizeof(struct heap), sefer__os_info.page_size);
 
-		heap = sefer_os.reserve(size, sefer_os_info.alloc_granularity, SEFER_NO_NODE);
+		heap = sefer__os.reserve(size, sefer__os_info.alloc_granularity, SEFER_NO_NODE);
 		if (!heap)
 			return NULL;
 		spin_lock(&pool_lock);
 		heap->next_all = heap_all;
 		heap_all = heap;
 		spin_unlock(&pool_lock);
-		stat_add(&sefer_gstats.threads, NULL, 1);
+		stat_add(&sefer__gstats.threads, NULL, 1);
 	}
 	return heap;
 }
 
 /* Back to the pool (heap_reset() done): structs are never unmapped (free.c reads them). */
-void heap_struct_put(struct heap *heap)
+void sefer__heap_struct_put(struct heap *heap)
 {
 	spin_lock(&pool_lock);
 	heap->next_free = heap_pool;
@@ -125,29 +126,29 @@ void heap_struct_put(struct heap *heap)
 }
 
 /* A heap from the pool made ready for its owner, the calling thread. */
-void heap_setup(struct heap *heap)
+void sefer__heap_setup(struct heap *heap)
 {
-	heap_reset(heap);
+	sefer__heap_reset(heap);
 	heap_shuffle_seed(heap);
-	heap->tid = sefer_os.thread_id();
+	heap->tid = sefer__os.thread_id();
 	heap->live = true;
 }
 
-struct heap *heap_init_thread(void)
+struct heap *sefer__heap_init_thread(void)
 {
 	struct heap *heap;
 
-	process_init();
-	if (sefer_heap != &heap_empty)
-		return sefer_heap; /* made while process_init() ran (recursive allocation) */
-	heap = heap_struct_get();
+	sefer__process_init();
+	if (sefer__heap != &sefer__heap_empty)
+		return sefer__heap; /* made while process_init() ran (recursive allocation) */
+	heap = sefer__heap_struct_get();
 	if (!heap)
 		return NULL;
-	heap_setup(heap);
+	sefer__heap_setup(heap);
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
-	sefer_heap = heap;
+	sefer__heap = heap;
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
-	sefer_os.thread_exit_hook(heap_thread_exit, heap);
+	sefer__os.thread_exit_hook(heap_thread_exit, heap);
 	return heap;
 }
 
@@ -185,7 +186,7 @@ static void abandon_segments(struct heap *heap, struct segment *list)
 	struct segment *seg, *next;
 
 	for (seg = list; seg; seg = next) {
-		uint64_t due = segment_deadline(seg);
+		uint64_t due = sefer__segment_deadline(seg);
 
 		next = seg->next;
 		atomic_store_explicit(&seg->freed_by, NULL, memory_order_relaxed);
@@ -198,9 +199,9 @@ static void abandon_segments(struct heap *heap, struct segment *list)
 		/* release: an adopter that wins the CAS sees every page as we left it. */
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 		spin_unlock(&abandoned_lock);
-		stat_add(&sefer_gstats.abandoned, NULL, 1);
+		stat_add(&sefer__gstats.abandoned, NULL, 1);
 		if (due)
-			global_purge_at(due);
+			sefer__global_purge_at(due);
 	}
 }
 
@@ -213,9 +214,9 @@ static bool abandoned_collect(struct segment *seg)
 	struct page *pg;
 
 	for_each_span(seg, pg, idx) {
-		page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
+		sefer__page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
 		if (pg->used == 0)
-			span_free_slots(seg, pg, heap_purge_delay(NULL));
+			sefer__span_free_slots(seg, pg, sefer__heap_purge_delay(NULL));
 	}
 	return seg->used_pages == 0;
 }
@@ -250,7 +251,8 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 			emptied = seg;
 			continue;
 		}
-		uint64_t due = segment_purge_due(seg, now, force, heap_purge_delay(NULL));
+		uint64_t due =
+			sefer__segment_purge_due(seg, now, force, sefer__heap_purge_delay(NULL));
 
 		if (due && (!next || due < next))
 			next = due;
@@ -260,7 +262,7 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
 	spin_unlock(&abandoned_lock);
 	for (; emptied; emptied = next_seg) {
 		next_seg = emptied->next;
-		segment_spare(emptied, force);
+		sefer__segment_spare(emptied, force);
 	}
 	return next;
 }
@@ -269,27 +271,27 @@ static uint64_t abandoned_purge(uint64_t now, bool force)
  * Purge the spare and abandoned segments whose deadline passed (all with force) and set
  * sefer_purge_at to the next deadline. Any thread, no lock held.
  */
-void global_purge(uint64_t now, bool force)
+void sefer__global_purge(uint64_t now, bool force)
 {
 	uint64_t next, n;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
-	atomic_store_explicit(&sefer_purge_at, 0, memory_order_relaxed);
-	next = spare_purge(now, force);
+	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
+	next = sefer__spare_purge(now, force);
 	n = abandoned_purge(now, force);
 	if (n && (!next || n < next))
 		next = n;
 	if (next)
-		global_purge_at(next);
+		sefer__global_purge_at(next);
 }
 
-void heap_abandon(struct heap *heap)
+void sefer__heap_abandon(struct heap *heap)
 {
 	struct segment *lists[2] = { heap->segments, heap->full_segments };
 
 	/* 0. The thread's first-class heaps lose their owner (core/heaps.c). */
-	heaps_orphan_children(heap);
+	sefer__heaps_orphan_children(heap);
 	/* 1. No pusher may link a page into our delayed list any more. */
 	for (int l = 0; l < 2; l++)
 		for (struct segment *seg = lists[l]; seg; seg = seg->next)
@@ -301,25 +303,25 @@ void heap_abandon(struct heap *heap)
 	while (heap->full.first) {
 		struct page *pg = heap->full.first;
 
-		queue_remove(&heap->full, pg);
+		sefer__queue_remove(&heap->full, pg);
 		page_clear_full(pg);
-		queue_push_back(&heap->bins[pg->bin], pg);
+		sefer__queue_push_back(&heap->bins[pg->bin], pg);
 	}
-	policy_heap_exit_all(heap);
-	heap_release_empty(heap); /* segments it empties become spares (!heap->live) */
-	heap_cache_to_spares(heap);
+	sefer__policy_heap_exit_all(heap);
+	sefer__heap_release_empty(heap); /* segments it empties become spares (!heap->live) */
+	sefer__heap_cache_to_spares(heap);
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
 	abandon_segments(heap, heap->segments);
 	abandon_segments(heap, heap->full_segments);
-	heap_reset(heap);
+	sefer__heap_reset(heap);
 	owned_forget_all(); /* frees after this (later TLS destructors) go to free_slow */
-	sefer_heap = &heap_empty;
-	heap_struct_put(heap);
+	sefer__heap = &sefer__heap_empty;
+	sefer__heap_struct_put(heap);
 	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps
 	 * kept. Every heap puts its segments on the lists above before this decrement, so the
 	 * one that takes the count to 1 or 0 purges all of them. */
 	if (atomic_fetch_sub_explicit(&heaps_live, 1, memory_order_seq_cst) <= 2)
-		global_purge(sefer_os.clock_ms(), true);
+		sefer__global_purge(sefer__os.clock_ms(), true);
 }
 
 /* Take seg off the abandoned list (its owner CAS won: adopted, or held and emptied).
@@ -333,7 +335,7 @@ static void abandoned_unlink(struct segment *seg) __must_hold(&abandoned_lock)
 	if (seg->next)
 		seg->next->prev = seg->prev;
 	seg->next = seg->prev = NULL;
-	stat_add(&sefer_gstats.abandoned, NULL, -1);
+	stat_add(&sefer__gstats.abandoned, NULL, -1);
 }
 
 /* Win seg for heap (owner NULL -> heap). abandoned_lock held. */
@@ -378,7 +380,7 @@ static struct segment *abandoned_pick(struct heap *heap) __must_hold(&abandoned_
  * (abandoned_pick). Called by page_find() when the heap has neither: the memory of exited
  * threads is reused before new memory is mapped. Returns whether any segment was adopted.
  */
-bool abandoned_reclaim(struct heap *heap, unsigned bin)
+bool sefer__abandoned_reclaim(struct heap *heap, unsigned bin)
 {
 	bool any = false;
 
@@ -395,9 +397,9 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
 		if (!seg)
 			break;
 		any = true;
-		stat_add(&sefer_gstats.reclaimed, NULL, 1);
-		heap_adopt_segment(heap, seg);
-		if (seg->has_space || page_queue_usable(heap, bin))
+		stat_add(&sefer__gstats.reclaimed, NULL, 1);
+		sefer__heap_adopt_segment(heap, seg);
+		if (seg->has_space || sefer__page_queue_usable(heap, bin))
 			break;
 	}
 	return any;
@@ -408,7 +410,7 @@ bool abandoned_reclaim(struct heap *heap, unsigned bin)
  * empty ones but the last: the adopter came for memory, and freeing every span would cache or
  * unmap the segment it just took (and map a fresh one for its next span).
  */
-void heap_adopt_segment(struct heap *heap, struct segment *seg)
+void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
@@ -425,20 +427,20 @@ void heap_adopt_segment(struct heap *heap, struct segment *seg)
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;
 		page_clear_full(pg);
-		page_collect_xthread(pg, XT_NORMAL);
-		queue_push_back(&heap->bins[pg->bin], pg);
-		heap_direct_update(heap, pg->bin);
+		sefer__page_collect_xthread(pg, XT_NORMAL);
+		sefer__queue_push_back(&heap->bins[pg->bin], pg);
+		sefer__heap_direct_update(heap, pg->bin);
 	}
 	for_each_span(seg, pg, idx) {
 		if (pg->used == 0 && seg->used_pages > pg->span) {
-			queue_remove(&heap->bins[pg->bin], pg);
-			heap_direct_update(heap, pg->bin);
-			span_free(heap, pg);
+			sefer__queue_remove(&heap->bins[pg->bin], pg);
+			sefer__heap_direct_update(heap, pg->bin);
+			sefer__span_free(heap, pg);
 		}
 	}
 }
 
-void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
+void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 {
 	spin_lock(&pool_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
@@ -447,39 +449,39 @@ void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 }
 
 /* Lock order: pool_lock -> every first-class heap's large_lock -> abandoned_lock -> ... */
-void heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
+void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock)
 {
 	spin_lock(&pool_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_prepare(h);
 	spin_lock(&abandoned_lock);
-	spare_fork_prepare();
+	sefer__spare_fork_prepare();
 }
 
-void heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
+void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
 	__releases(pool_lock)
 {
-	spare_fork_parent();
+	sefer__spare_fork_parent();
 	spin_unlock(&abandoned_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_parent(h);
 	spin_unlock(&pool_lock);
 }
 
-void heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
+void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
 	__releases(pool_lock)
 {
-	spare_fork_child();
+	sefer__spare_fork_child();
 	spin_reset(&abandoned_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_child(h);
 	spin_reset(&pool_lock);
-	if (IS_ENABLED(CONFIG_HARDENED) && sefer_heap != &heap_empty) {
+	if (IS_ENABLED(CONFIG_HARDENED) && sefer__heap != &sefer__heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
-		if (!sefer_os.random_bytes ||
-		    !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key)))
-			sefer_shuffle_key ^= sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
-		heap_shuffle_seed(sefer_heap);
+		if (!sefer__os.random_bytes ||
+		    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
+			sefer__shuffle_key ^= sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
+		heap_shuffle_seed(sefer__heap);
 	}
 }

@@ -58,7 +58,7 @@ struct heap_stats {
 #define OWNED_SLOTS 8
 #define OWNED_NONE ((struct segment *)GRANULE)
 
-extern __thread struct segment *sefer_owned[OWNED_SLOTS] SEFER_INTERNAL
+SEFER_INTERNAL_EXTERN __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec")));
 
 static always_inline size_t owned_slot(const void *p)
@@ -69,7 +69,7 @@ static always_inline size_t owned_slot(const void *p)
 /* The calling thread's cache entry for p's slot (the fast path compares it with p's key). */
 static always_inline uintptr_t owned_entry(const void *p)
 {
-	return (uintptr_t)sefer_owned[owned_slot(p)];
+	return (uintptr_t)sefer__owned[owned_slot(p)];
 }
 
 /*
@@ -84,20 +84,20 @@ static always_inline uintptr_t owned_key(const void *p)
 /* seg, owned by the calling thread's default heap or one of its first-class heaps */
 static inline void owned_set(struct segment *seg)
 {
-	sefer_owned[owned_slot(seg)] = seg;
+	sefer__owned[owned_slot(seg)] = seg;
 }
 
 /* The calling thread lets seg go (or keeps it, but frees may not take the fast path). */
 static inline void owned_forget(struct segment *seg)
 {
-	if (sefer_owned[owned_slot(seg)] == seg)
-		sefer_owned[owned_slot(seg)] = OWNED_NONE;
+	if (sefer__owned[owned_slot(seg)] == seg)
+		sefer__owned[owned_slot(seg)] = OWNED_NONE;
 }
 
 static inline void owned_forget_all(void)
 {
 	for (size_t i = 0; i < OWNED_SLOTS; i++)
-		sefer_owned[i] = OWNED_NONE;
+		sefer__owned[i] = OWNED_NONE;
 }
 
 /*
@@ -151,13 +151,13 @@ struct heap {
 	struct heap *next_free;	   /* pool of heaps of exited threads */
 } cacheline_aligned;
 
-extern struct heap heap_empty SEFER_INTERNAL;
-extern struct page page_empty SEFER_INTERNAL;
-extern __thread struct heap *sefer_heap SEFER_INTERNAL __attribute__((tls_model("initial-exec")));
+SEFER_INTERNAL_EXTERN struct heap sefer__heap_empty;
+SEFER_INTERNAL_EXTERN struct page sefer__page_empty;
+SEFER_INTERNAL_EXTERN __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec")));
 
 static always_inline struct heap *heap_get(void)
 {
-	return sefer_heap;
+	return sefer__heap;
 }
 
 #if IS_ENABLED(CONFIG_STATS)
@@ -189,39 +189,39 @@ static inline void heap_purge_at(struct heap *heap, uint64_t when)
 		if (((pg) = &(seg)->pages[idx])->span)
 
 /* heap.c */
-__must_check struct heap *heap_init_thread(void) SEFER_INTERNAL;
-__must_check struct heap *heap_struct_get(void) SEFER_INTERNAL;
-void heap_struct_put(struct heap *heap) SEFER_INTERNAL;
-void heap_setup(struct heap *heap) SEFER_INTERNAL;
-void heap_reset(struct heap *heap) SEFER_INTERNAL;
-void heap_abandon(struct heap *heap) SEFER_INTERNAL;
-void heap_adopt_segment(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
-bool abandoned_reclaim(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-void global_purge(uint64_t now, bool force) SEFER_INTERNAL;
-void heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg) SEFER_INTERNAL;
+SEFER_INTERNAL __must_check struct heap *sefer__heap_init_thread(void);
+SEFER_INTERNAL __must_check struct heap *sefer__heap_struct_get(void);
+SEFER_INTERNAL void sefer__heap_struct_put(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_setup(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_reset(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_abandon(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg);
+SEFER_INTERNAL bool sefer__abandoned_reclaim(struct heap *heap, unsigned bin);
+SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
+SEFER_INTERNAL void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg);
 /* Fork handlers: prepare returns holding pool_lock, abandoned_lock and spare_lock (in that
  * order), parent and child drop them. */
-void heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock) SEFER_INTERNAL;
-void heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock) SEFER_INTERNAL;
-void heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
+	__acquires(spare_lock);
+SEFER_INTERNAL void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock);
+SEFER_INTERNAL void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
+	__releases(pool_lock);
 
 /* page.c */
-void queue_push_front(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
-void queue_push_back(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
-void queue_remove(struct page_queue *q, struct page *pg) SEFER_INTERNAL;
-void heap_direct_update(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-__must_check struct page *page_find(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-bool page_collect_xthread(struct page *pg, uintptr_t new_tag) SEFER_INTERNAL;
-void page_retire(struct heap *heap, struct page *pg) SEFER_INTERNAL;
-void page_emptied(struct page *pg) SEFER_INTERNAL noinline;
-bool page_queue_usable(struct heap *heap, unsigned bin) SEFER_INTERNAL;
-void page_unfull(struct heap *heap, struct page *pg) SEFER_INTERNAL;
-void heap_drain_delayed(struct heap *heap) SEFER_INTERNAL;
-void heap_collect(struct heap *heap, bool force) SEFER_INTERNAL;
-void heap_release_empty(struct heap *heap) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__queue_push_front(struct page_queue *q, struct page *pg);
+SEFER_INTERNAL void sefer__queue_push_back(struct page_queue *q, struct page *pg);
+SEFER_INTERNAL void sefer__queue_remove(struct page_queue *q, struct page *pg);
+SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
+SEFER_INTERNAL __must_check struct page *sefer__page_find(struct heap *heap, unsigned bin);
+SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag);
+SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
+SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
+SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
+SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);
+SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
+SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
 
 /* Hot-path bodies of the policies, which need struct heap (core/policy_hot.h). */
 #include "core/policy_hot.h"

@@ -76,8 +76,8 @@ static __cold noinline void *heap_misuse(struct heap *heap, const char *call)
 				  : "from a thread that does not own the heap";
 	char reason[160];
 
-	sefer_format(reason, sizeof(reason), "%s: %s", call, why);
-	report_error("heap misuse", heap, reason);
+	sefer__format(reason, sizeof(reason), "%s: %s", call, why);
+	sefer__report_error("heap misuse", heap, reason);
 	errno = EPERM;
 	return NULL;
 }
@@ -86,23 +86,23 @@ SEFER_API struct sefer_heap *sefer_heap_new(void)
 {
 	struct heap *me = heap_get(), *heap;
 
-	if (me == &heap_empty && !(me = heap_init_thread())) {
+	if (me == &sefer__heap_empty && !(me = sefer__heap_init_thread())) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	heap = heap_struct_get();
+	heap = sefer__heap_struct_get();
 	if (!heap) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	heap_setup(heap);
+	sefer__heap_setup(heap);
 	heap->fc.first_class = true;
 	heap->fc.prev_child = NULL;
 	heap->fc.next_child = me->fc.children;
 	if (me->fc.children)
 		me->fc.children->fc.prev_child = heap;
 	me->fc.children = heap;
-	stat_add(&sefer_gstats.heaps, NULL, 1);
+	stat_add(&sefer__gstats.heaps, NULL, 1);
 	atomic_store_explicit(&heap->fc.home, me, memory_order_relaxed);
 	return (struct sefer_heap *)heap;
 }
@@ -122,7 +122,7 @@ SEFER_API void *sefer_heap_calloc(struct sefer_heap *h, size_t n, size_t size)
 
 	if (!heap_owned_here(heap))
 		return heap_misuse(heap, "sefer_heap_calloc");
-	return heap_calloc(heap, n, size);
+	return sefer__heap_calloc(heap, n, size);
 }
 
 SEFER_API void *sefer_heap_realloc(struct sefer_heap *h, void *p, size_t size)
@@ -131,7 +131,7 @@ SEFER_API void *sefer_heap_realloc(struct sefer_heap *h, void *p, size_t size)
 
 	if (!heap_owned_here(heap))
 		return heap_misuse(heap, "sefer_heap_realloc");
-	return heap_realloc(heap, p, size);
+	return sefer__heap_realloc(heap, p, size);
 }
 
 SEFER_API void *sefer_heap_aligned_alloc(struct sefer_heap *h, size_t align, size_t size)
@@ -140,7 +140,7 @@ SEFER_API void *sefer_heap_aligned_alloc(struct sefer_heap *h, size_t align, siz
 
 	if (!heap_owned_here(heap))
 		return heap_misuse(heap, "sefer_heap_aligned_alloc");
-	return heap_aligned(heap, align, size);
+	return sefer__heap_aligned(heap, align, size);
 }
 
 SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force)
@@ -151,12 +151,12 @@ SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force)
 		heap_misuse(heap, "sefer_heap_collect");
 		return;
 	}
-	heap_collect(heap, force);
+	sefer__heap_collect(heap, force);
 }
 
 /* ---- large blocks ---- */
 
-void heaps_large_add(struct heap *heap, struct segment *seg)
+void sefer__heaps_large_add(struct heap *heap, struct segment *seg)
 {
 	spin_lock(&heap->fc.large_lock);
 	segment_list_push(&heap->fc.large, seg);
@@ -170,7 +170,7 @@ static void large_unlink(struct heap *heap, struct segment *seg)
 	seg->large_tracked = LARGE_UNTRACKED;
 }
 
-bool heaps_large_remove(struct segment *seg)
+bool sefer__heaps_large_remove(struct segment *seg)
 {
 	struct heap *heap = seg->large_heap;
 	bool release = true;
@@ -195,7 +195,7 @@ bool heaps_large_remove(struct segment *seg)
  * stays, unless the heap is one of the calling thread's and is not being visited: no destroy
  * or visit can then walk the list while seg is off it.
  */
-bool heaps_large_detach(struct segment *seg)
+bool sefer__heaps_large_detach(struct segment *seg)
 {
 	struct heap *heap = seg->large_heap;
 	bool detached;
@@ -232,7 +232,7 @@ static void destroy_large(struct heap *heap)
 		next = seg->next;
 		seg->next = NULL;
 		annotate_block_free(seg->large_block, seg->large_size); /* core/annotate.h */
-		segment_release(seg);
+		sefer__segment_release(seg);
 	}
 }
 
@@ -265,13 +265,13 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 	uint64_t map[VISIT_MAP_WORDS];
 	uint32_t n, bs;
 
-	page_collect_xthread(pg, (uintptr_t)-1);
+	sefer__page_collect_xthread(pg, (uintptr_t)-1);
 	if ((pg->flags & PAGE_FULL) && pg->free)
-		page_unfull(heap, pg);
+		sefer__page_unfull(heap, pg);
 	n = pg->reserved;
 	bs = pg->block_size;
 	if (n > VISIT_MAP_WORDS * 64)
-		report_corruption("page holds more blocks than a page of granules", pg);
+		sefer__report_corruption("page holds more blocks than a page of granules", pg);
 	/* A snapshot first: fn may free blocks of this page (pushed, see the top comment). */
 	memset(map, 0, ((n + 63) / 64) * sizeof(map[0]));
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
@@ -335,7 +335,7 @@ static bool visit_large(struct heap *heap, visit_fn fn, void *arg)
 	for (seg = deferred; seg; seg = next) {
 		next = seg->next;
 		seg->next = NULL;
-		large_release(seg);
+		sefer__large_release(seg);
 	}
 	return all;
 }
@@ -353,7 +353,7 @@ SEFER_API bool sefer_heap_visit(struct sefer_heap *h, visit_fn fn, void *arg)
 	/* The owner's frees must not reach heap's pages during the walk: no fast path either
 	 * (the cache refills on the next slow frees) */
 	owned_forget_all();
-	heap_drain_delayed(heap);
+	sefer__heap_drain_delayed(heap);
 	all = visit_small(heap, fn, arg) && visit_large(heap, fn, arg);
 	atomic_store_explicit(&heap->fc.home, me, memory_order_relaxed);
 	return all;
@@ -367,7 +367,7 @@ static void drop_segments(struct heap *heap, struct segment *seg)
 
 	for (; seg; seg = next) {
 		next = seg->next;
-		segment_drop(heap, seg);
+		sefer__segment_drop(heap, seg);
 	}
 }
 
@@ -381,7 +381,7 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 		heap_misuse(heap, "sefer_heap_destroy");
 		return;
 	}
-	if (me == &heap_empty ||
+	if (me == &sefer__heap_empty ||
 	    !atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, HOME_DYING,
 						     memory_order_relaxed, memory_order_relaxed)) {
 		/* An orphan: acquire pairs with the release store of NULL at its thread's exit,
@@ -403,16 +403,16 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 	}
 	/* Policy teardown first (large_cache releases its cache and closes its inbox), then
 	 * every block at once: large segments to the OS, small ones to the spares. */
-	policy_heap_exit_all(heap);
+	sefer__policy_heap_exit_all(heap);
 	destroy_large(heap);
 	atomic_store_explicit(&heap->delayed, NULL, memory_order_relaxed);
 	drop_segments(heap, heap->segments);
 	drop_segments(heap, heap->full_segments);
 	drop_segments(heap, heap->cache);
 	heap->live = false;
-	heap_reset(heap); /* first_class false, home NULL: later calls on h are misuses */
-	stat_add(&sefer_gstats.heaps, NULL, -1);
-	heap_struct_put(heap);
+	sefer__heap_reset(heap); /* first_class false, home NULL: later calls on h are misuses */
+	stat_add(&sefer__gstats.heaps, NULL, -1);
+	sefer__heap_struct_put(heap);
 }
 
 /*
@@ -420,24 +420,24 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
  * keeps its segments and live blocks (any thread may still free them, and one may destroy
  * the heap); what it holds free goes back now, since no owner will run its slow paths again.
  */
-void heaps_orphan_children(struct heap *home)
+void sefer__heaps_orphan_children(struct heap *home)
 {
 	struct heap *heap, *next;
 
 	for (heap = home->fc.children; heap; heap = next) {
 		next = heap->fc.next_child;
 		heap->fc.next_child = heap->fc.prev_child = NULL;
-		heap_drain_delayed(heap);
-		heap_release_empty(heap);
-		policy_heap_exit_all(heap);
-		heap_cache_to_spares(heap);
+		sefer__heap_drain_delayed(heap);
+		sefer__heap_release_empty(heap);
+		sefer__policy_heap_exit_all(heap);
+		sefer__heap_cache_to_spares(heap);
 		if (IS_ENABLED(CONFIG_DECOMMIT)) {
-			uint64_t now = sefer_os.clock_ms();
+			uint64_t now = sefer__os.clock_ms();
 			struct segment *lists[2] = { heap->segments, heap->full_segments };
 
 			for (int l = 0; l < 2; l++)
 				for (struct segment *seg = lists[l]; seg; seg = seg->next)
-					segment_purge(heap, seg, now, true);
+					sefer__segment_purge(heap, seg, now, true);
 			heap->next_purge = 0;
 		}
 		/* release: pairs with the acquire CAS of the thread that destroys the orphan */

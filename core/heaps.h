@@ -16,10 +16,10 @@ enum large_track {
 	LARGE_FREE_DEFERRED = 2, /* freed while the heap was visited: the visitor releases it */
 };
 
-void heaps_orphan_children(struct heap *home) SEFER_INTERNAL;
-void heaps_large_add(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
-bool heaps_large_remove(struct segment *seg) SEFER_INTERNAL;
-bool heaps_large_detach(struct segment *seg) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__heaps_orphan_children(struct heap *home);
+SEFER_INTERNAL void sefer__heaps_large_add(struct heap *heap, struct segment *seg);
+SEFER_INTERNAL bool sefer__heaps_large_remove(struct segment *seg);
+SEFER_INTERNAL bool sefer__heaps_large_detach(struct segment *seg);
 
 /* A heap struct made ready for reuse (heap_reset): not first-class, no owner, no children. */
 static inline void heaps_reset(struct heap *heap)
@@ -49,7 +49,7 @@ static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 static inline void heaps_large_track(struct heap *heap, struct segment *seg)
 {
 	if (heap->fc.first_class)
-		heaps_large_add(heap, seg);
+		sefer__heaps_large_add(heap, seg);
 	else
 		seg->large_tracked = LARGE_UNTRACKED;
 }
@@ -66,7 +66,7 @@ static inline bool heaps_large_tracked(const struct segment *seg)
  */
 static inline bool heaps_large_untrack(struct segment *seg)
 {
-	return !seg->large_tracked || heaps_large_remove(seg);
+	return !seg->large_tracked || sefer__heaps_large_remove(seg);
 }
 
 /*
@@ -99,7 +99,7 @@ static inline void heaps_reset(struct heap *heap)
 	(void)heap;
 }
 
-static inline void heaps_orphan_children(struct heap *home)
+static inline void sefer__heaps_orphan_children(struct heap *home)
 {
 	(void)home;
 }
@@ -121,13 +121,13 @@ static inline void heaps_large_track(struct heap *heap, struct segment *seg)
 	(void)heap, (void)seg;
 }
 
-static inline bool heaps_large_detach(struct segment *seg)
+static inline bool sefer__heaps_large_detach(struct segment *seg)
 {
 	(void)seg;
 	return false;
 }
 
-static inline void heaps_large_add(struct heap *heap, struct segment *seg)
+static inline void sefer__heaps_large_add(struct heap *heap, struct segment *seg)
 {
 	(void)heap, (void)seg;
 }

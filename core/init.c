@@ -19,10 +19,10 @@
 #include "core/options.h"
 #include "core/stats.h"
 
-struct sefer_os_info sefer_os_info = { 4096, 4096, 1, true };
-uintptr_t sefer_list_key;
-uintptr_t sefer_mark_key;
-uint64_t sefer_shuffle_key;
+SEFER_INTERNAL struct sefer_os_info sefer__os_info = { 4096, 4096, 1, true };
+SEFER_INTERNAL uintptr_t sefer__list_key;
+SEFER_INTERNAL uintptr_t sefer__mark_key;
+SEFER_INTERNAL uint64_t sefer__shuffle_key;
 
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
@@ -31,32 +31,32 @@ static __thread bool in_init __attribute__((tls_model("initial-exec")));
 static void fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock) __acquires(reg_lock)
 {
-	heap_fork_prepare();
-	sync_fork_prepare();
+	sefer__heap_fork_prepare();
+	sefer__sync_fork_prepare();
 }
 
 static void fork_parent(void) __releases(pool_lock) __releases(abandoned_lock)
 	__releases(spare_lock) __releases(reg_lock)
 {
-	sync_fork_parent();
-	heap_fork_parent();
+	sefer__sync_fork_parent();
+	sefer__heap_fork_parent();
 }
 
 static void fork_child(void) __releases(pool_lock) __releases(abandoned_lock)
 	__releases(spare_lock) __releases(reg_lock)
 {
-	sync_fork_child();
-	heap_fork_child();
+	sefer__sync_fork_child();
+	sefer__heap_fork_child();
 }
 
-void list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
+void sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
 {
 	(void)pg;
 	(void)bad;
-	report_corruption("free-list link overwritten (use after free or overflow)", b);
+	sefer__report_corruption("free-list link overwritten (use after free or overflow)", b);
 }
 
-void process_init(void)
+void sefer__process_init(void)
 {
 	int expect = 0;
 
@@ -76,22 +76,25 @@ void process_init(void)
 		return;
 	}
 	in_init = true;
-	annotate_init(); /* before the first segment is mapped */
-	sefer_os.init(&sefer_os_info);
-	options_init();
-	if (sefer_opt.show_stats && sefer_os.keep_err)
-		sefer_os.keep_err();
-	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_list_key, sizeof(sefer_list_key)))
-		sefer_list_key = (uintptr_t)&sefer_list_key ^ (uintptr_t)sefer_os.clock_ms() * 0x9e3779b97f4a7c15ULL;
-	sefer_list_key |= 1;
-	if (!sefer_os.random_bytes || !sefer_os.random_bytes(&sefer_mark_key, sizeof(sefer_mark_key)))
-		sefer_mark_key = sefer_list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer_list_key >> 31);
-	sefer_mark_key |= 1;	/* odd: no mark is an aligned pointer (a self-pointer included) */
+	sefer__annotate_init(); /* before the first segment is mapped */
+	sefer__os.init(&sefer__os_info);
+	sefer__options_init();
+	if (sefer__opt.show_stats && sefer__os.keep_err)
+		sefer__os.keep_err();
+	if (!sefer__os.random_bytes ||
+	    !sefer__os.random_bytes(&sefer__list_key, sizeof(sefer__list_key)))
+		sefer__list_key = (uintptr_t)&sefer__list_key ^
+				  (uintptr_t)sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
+	sefer__list_key |= 1;
+	if (!sefer__os.random_bytes ||
+	    !sefer__os.random_bytes(&sefer__mark_key, sizeof(sefer__mark_key)))
+		sefer__mark_key = sefer__list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer__list_key >> 31);
+	sefer__mark_key |= 1; /* odd: no mark is an aligned pointer (a self-pointer included) */
 	/* the seed of every heap's free-list shuffle (heap.c, page.c) */
-	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer_os.random_bytes ||
-	    !sefer_os.random_bytes(&sefer_shuffle_key, sizeof(sefer_shuffle_key))))
-		sefer_shuffle_key = sefer_mark_key * 0x94d049bb133111ebULL ^ sefer_os.clock_ms();
-	policy_init_all();
+	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer__os.random_bytes ||
+	    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key))))
+		sefer__shuffle_key = sefer__mark_key * 0x94d049bb133111ebULL ^ sefer__os.clock_ms();
+	sefer__policy_init_all();
 #ifndef _WIN32
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 #else
@@ -99,10 +102,11 @@ void process_init(void)
 	(void)fork_parent;
 	(void)fork_child;
 #endif
-	if (sefer_opt.verbose)
-		sefer_message("initialised: backend %s, %zu KiB segments, %zu KiB pages, %d node(s)",
-			      sefer_os.name, SEGMENT_SIZE >> 10, SPAGE_SIZE >> 10,
-			      sefer_os_info.node_count);
+	if (sefer__opt.verbose)
+		sefer__message(
+			"initialised: backend %s, %zu KiB segments, %zu KiB pages, %d node(s)",
+			sefer__os.name, SEGMENT_SIZE >> 10, SPAGE_SIZE >> 10,
+			sefer__os_info.node_count);
 	in_init = false;
 	/* release: publishes everything initialised above to the acquire loads of init_state. */
 	atomic_store_explicit(&init_state, 2, memory_order_release);
@@ -110,5 +114,5 @@ void process_init(void)
 
 __attribute__((constructor)) static void sefer_constructor(void)
 {
-	process_init();
+	sefer__process_init();
 }

@@ -6,13 +6,13 @@
 #include "core/config.h"
 #include "sefer/os.h"
 
-extern struct sefer_os_info sefer_os_info SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN struct sefer_os_info sefer__os_info;
 
 /*
  * Idempotent and thread-safe; cheap after the first call. A recursive call from the thread
  * running it (the C library allocating inside an OS call) returns at once: what the
  * allocator needs is ready before any call that could recurse.
  */
-void process_init(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__process_init(void);
 
 #endif

@@ -39,13 +39,13 @@ static inline void cpu_relax(void)
  */
 static inline void wait_step(unsigned *pauses)
 {
-	if (++*pauses < SPIN_PAUSES || !sefer_os.yield) {
+	if (++*pauses < SPIN_PAUSES || !sefer__os.yield) {
 		cpu_relax();
 		return;
 	}
 	*pauses = 0;
-	stat_add(&sefer_gstats.lock_yields, NULL, 1);
-	sefer_os.yield();
+	stat_add(&sefer__gstats.lock_yields, NULL, 1);
+	sefer__os.yield();
 }
 
 /* Until l looks free. */

@@ -63,14 +63,14 @@ static __cold void *new_failed(size_t size, size_t align)
 		if (!h)
 			break;
 		h(); /* may make memory available, throw, or end the program */
-		void *p = align ? aligned_any(align, size) : sefer_malloc_inline(size);
+		void *p = align ? sefer__aligned_any(align, size) : sefer_malloc_inline(size);
 
 		if (p)
 			return p;
 	}
 	if (runtime(_ZSt17__throw_bad_allocv))
 		_ZSt17__throw_bad_allocv();
-	sefer_message("operator new: out of memory for %zu bytes, and no C++ runtime in the "
+	sefer__message("operator new: out of memory for %zu bytes, and no C++ runtime in the "
 		      "process to throw std::bad_alloc",
 		      size);
 	abort();
@@ -87,7 +87,7 @@ static always_inline void *new_plain(size_t size)
 
 static always_inline void *new_aligned(size_t size, size_t align)
 {
-	void *p = aligned_any(align, size);
+	void *p = sefer__aligned_any(align, size);
 
 	if (likely(p))
 		return p;
@@ -149,12 +149,12 @@ FACE void *_ZnamSt11align_val_t(size_t size, size_t align)
 
 FACE void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
 {
-	return aligned_any(align, size);
+	return sefer__aligned_any(align, size);
 }
 
 FACE void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
 {
-	return aligned_any(align, size);
+	return sefer__aligned_any(align, size);
 }
 
 /* ---- operator delete ---- */

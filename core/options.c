@@ -4,17 +4,18 @@
 #include "core/options.h"
 #include "sefer/os.h"
 
-struct sefer_options sefer_opt = {
+SEFER_INTERNAL struct sefer_options sefer__opt = {
 	.show_stats = false,
 	.verbose = false,
 	.on_error = ON_ERROR_ABORT,
 	/* Documentation/decommit.rst: 10 ms gave back what redis freed between two commands
-	 * and faulted it in again; peers: mimalloc 2.0.9 25 ms (500 for a segment), jemalloc 10 s */
+	 * and faulted it in again; peers: mimalloc 2.0.9 25 ms (500 for a segment), jemalloc 10 s
+	 */
 	.purge_delay_ms = 50,
 	.calloc_prefault = (uint64_t)CONFIG_CALLOC_PREFAULT_KB << 10,
 };
 
-bool parse_uint(const char *s, uint64_t *out)
+bool sefer__parse_uint(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -29,7 +30,7 @@ bool parse_uint(const char *s, uint64_t *out)
 	return true;
 }
 
-bool parse_size(const char *s, uint64_t *out)
+bool sefer__parse_size(const char *s, uint64_t *out)
 {
 	char num[32];
 	size_t n = 0;
@@ -54,7 +55,7 @@ bool parse_size(const char *s, uint64_t *out)
 	if (s[n] && s[n + 1] && !((s[n + 1] == 'B' || s[n + 1] == 'b') && !s[n + 2]) &&
 	    !((s[n + 1] == 'i') && (s[n + 2] == 'B') && !s[n + 3]))
 		return false;
-	if (!parse_uint(num, &v) || (shift && v > (UINT64_MAX >> shift)))
+	if (!sefer__parse_uint(num, &v) || (shift && v > (UINT64_MAX >> shift)))
 		return false;
 	*out = v << shift;
 	return true;
@@ -68,23 +69,23 @@ static bool read_env(const char *name, char *buf, size_t len)
 	for (const char *s = name; *s && i < sizeof(full) - 1; s++)
 		full[i++] = *s;
 	full[i] = '\0';
-	return sefer_os.getenv(full, buf, len);
+	return sefer__os.getenv(full, buf, len);
 }
 
 static void bad_value(const char *name, const char *val, const char *expect)
 {
-	if (sefer_opt.secure)
+	if (sefer__opt.secure)
 		return;
-	sefer_message("bad value '%s' for SEFER_%s (expected %s); keeping the default", val, name,
+	sefer__message("bad value '%s' for SEFER_%s (expected %s); keeping the default", val, name,
 		      expect);
 }
 
-bool option_bool(const char *name, bool *out)
+bool sefer__option_bool(const char *name, bool *out)
 {
 	char v[32];
 
 	/* Every boolean option prints (SHOW_STATS, VERBOSE): never from a secure process. */
-	if (sefer_opt.secure || !read_env(name, v, sizeof(v)))
+	if (sefer__opt.secure || !read_env(name, v, sizeof(v)))
 		return false;
 	if ((v[0] == '1' || v[0] == '0') && !v[1]) {
 		*out = v[0] == '1';
@@ -97,53 +98,53 @@ bool option_bool(const char *name, bool *out)
 /* Secure execution: a number may lower its option (tighten), never raise it. */
 static bool take(uint64_t v, uint64_t *out)
 {
-	if (sefer_opt.secure && v > *out)
+	if (sefer__opt.secure && v > *out)
 		return false;
 	*out = v;
 	return true;
 }
 
-bool option_uint(const char *name, uint64_t *out)
+bool sefer__option_uint(const char *name, uint64_t *out)
 {
 	char v[32];
 	uint64_t n;
 
 	if (!read_env(name, v, sizeof(v)))
 		return false;
-	if (parse_uint(v, &n))
+	if (sefer__parse_uint(v, &n))
 		return take(n, out);
 	bad_value(name, v, "a whole number");
 	return false;
 }
 
-bool option_size(const char *name, uint64_t *out)
+bool sefer__option_size(const char *name, uint64_t *out)
 {
 	char v[32];
 	uint64_t n;
 
 	if (!read_env(name, v, sizeof(v)))
 		return false;
-	if (parse_size(v, &n))
+	if (sefer__parse_size(v, &n))
 		return take(n, out);
 	bad_value(name, v, "a byte count with an optional K, M, G or T suffix");
 	return false;
 }
 
-void options_init(void)
+void sefer__options_init(void)
 {
 	char v[32];
 
-	sefer_opt.secure = sefer_os.secure && sefer_os.secure();
-	option_bool("SHOW_STATS", &sefer_opt.show_stats);
-	option_bool("VERBOSE", &sefer_opt.verbose);
-	option_uint("PURGE_DELAY_MS", &sefer_opt.purge_delay_ms);
-	option_size("CALLOC_PREFAULT", &sefer_opt.calloc_prefault);
+	sefer__opt.secure = sefer__os.secure && sefer__os.secure();
+	sefer__option_bool("SHOW_STATS", &sefer__opt.show_stats);
+	sefer__option_bool("VERBOSE", &sefer__opt.verbose);
+	sefer__option_uint("PURGE_DELAY_MS", &sefer__opt.purge_delay_ms);
+	sefer__option_size("CALLOC_PREFAULT", &sefer__opt.calloc_prefault);
 	if (read_env("ON_ERROR", v, sizeof(v))) {
 		if (!__builtin_strcmp(v, "abort"))
-			sefer_opt.on_error = ON_ERROR_ABORT;
+			sefer__opt.on_error = ON_ERROR_ABORT;
 		else if (!__builtin_strcmp(v, "warn"))
 			/* warn turns a double free into "carry on": not on a caller's say-so */
-			sefer_opt.on_error = sefer_opt.secure ? ON_ERROR_ABORT : ON_ERROR_WARN;
+			sefer__opt.on_error = sefer__opt.secure ? ON_ERROR_ABORT : ON_ERROR_WARN;
 		else
 			bad_value("ON_ERROR", v, "abort or warn");
 	}

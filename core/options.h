@@ -26,9 +26,9 @@ struct sefer_options {
 	bool secure;		 /* secure execution: see above */
 };
 
-extern struct sefer_options sefer_opt SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN struct sefer_options sefer__opt;
 
-void options_init(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__options_init(void);
 
 /*
  * Parsers shared with the policies. Each reads SEFER_<name>; returns true and stores the value
@@ -37,13 +37,13 @@ void options_init(void) SEFER_INTERNAL;
  * false, and option_uint/option_size return false (silently) for a bad value or one above
  * *out, so a number option must hold its default in *out when it is read.
  */
-bool option_bool(const char *name, bool *out) SEFER_INTERNAL;
-bool option_uint(const char *name, uint64_t *out) SEFER_INTERNAL;
+SEFER_INTERNAL bool sefer__option_bool(const char *name, bool *out);
+SEFER_INTERNAL bool sefer__option_uint(const char *name, uint64_t *out);
 /* A byte count with an optional K, M, G or T suffix (powers of 1024). */
-bool option_size(const char *name, uint64_t *out) SEFER_INTERNAL;
+SEFER_INTERNAL bool sefer__option_size(const char *name, uint64_t *out);
 
 /* Pure parsers (unit-tested): true on success. */
-__must_check bool parse_uint(const char *s, uint64_t *out) SEFER_INTERNAL;
-__must_check bool parse_size(const char *s, uint64_t *out) SEFER_INTERNAL;
+SEFER_INTERNAL __must_check bool sefer__parse_uint(const char *s, uint64_t *out);
+SEFER_INTERNAL __must_check bool sefer__parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -33,7 +33,7 @@
  */
 #define EXTEND_BYTES ((size_t)4 << 10)
 
-void queue_push_front(struct page_queue *q, struct page *pg)
+void sefer__queue_push_front(struct page_queue *q, struct page *pg)
 {
 	pg->prev = NULL;
 	pg->next = q->first;
@@ -45,7 +45,7 @@ void queue_push_front(struct page_queue *q, struct page *pg)
 	pg->in_queue = 1;
 }
 
-void queue_push_back(struct page_queue *q, struct page *pg)
+void sefer__queue_push_back(struct page_queue *q, struct page *pg)
 {
 	pg->next = NULL;
 	pg->prev = q->last;
@@ -57,7 +57,7 @@ void queue_push_back(struct page_queue *q, struct page *pg)
 	pg->in_queue = 1;
 }
 
-void queue_remove(struct page_queue *q, struct page *pg)
+void sefer__queue_remove(struct page_queue *q, struct page *pg)
 {
 	if (pg->prev)
 		pg->prev->next = pg->next;
@@ -72,13 +72,13 @@ void queue_remove(struct page_queue *q, struct page *pg)
 }
 
 /* Point the direct-table slots of `bin` at its first page (or the empty page). */
-void heap_direct_update(struct heap *heap, unsigned bin)
+void sefer__heap_direct_update(struct heap *heap, unsigned bin)
 {
 	size_t bs = bin_block_size(bin);
 
 	if (bs > DIRECT_MAX)
 		return;
-	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &page_empty;
+	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &sefer__page_empty;
 	size_t lo = bin > 1 ? (bin_block_size(bin - 1) >> GRANULE_SHIFT) + 1 : 0;
 
 	for (size_t s = lo; s <= (bs >> GRANULE_SHIFT); s++)
@@ -206,7 +206,7 @@ static inline uintptr_t xt_tag(uintptr_t v)
  * Take the blocks other threads freed into pg and put them on its free list. The tag is kept,
  * or set to new_tag if new_tag != (uintptr_t)-1. Returns whether any block was taken.
  */
-bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
+bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 {
 	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 	uintptr_t tag;
@@ -216,8 +216,8 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 			return false;
 		tag = new_tag == (uintptr_t)-1 ? xt_tag(old) : new_tag;
 		/* acquire: the pushers' writes to the blocks (their links) are visible. */
-	} while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, tag, memory_order_acquire,
-							 memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pg->xthread, &old, tag, memory_order_acquire, memory_order_relaxed));
 	struct block *head = (struct block *)xt_ptr(old), *b = head, *last = NULL;
 	uint32_t n = 0;
 
@@ -227,8 +227,9 @@ bool page_collect_xthread(struct page *pg, uintptr_t new_tag)
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 			/* its owner freed it (free mark) or handed it out again (no mark) */
 			if (!block_marked_pending(b))
-				report_corruption("cross-thread free list holds a block that is not pending",
-						  b);
+				sefer__report_corruption(
+					"cross-thread free list holds a block that is not pending",
+					b);
 			block_mark_free(b); /* no longer pending (segment.h) */
 		}
 		last = b;
@@ -251,7 +252,7 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 
 	for (;;) {
 		if (xt_ptr(old)) {
-			page_collect_xthread(pg, (uintptr_t)-1);
+			sefer__page_collect_xthread(pg, (uintptr_t)-1);
 			return false;
 		}
 		if (xt_tag(old) != XT_NORMAL)
@@ -261,11 +262,12 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 		 * pusher writes it: without it a weak-memory CPU could let our old read see the
 		 * pusher's new link. */
 		if (atomic_compare_exchange_weak_explicit(&pg->xthread, &old, XT_FULL,
-							  memory_order_release, memory_order_relaxed))
+							  memory_order_release,
+							  memory_order_relaxed))
 			break;
 	}
-	queue_remove(&heap->bins[pg->bin], pg);
-	queue_push_back(&heap->full, pg);
+	sefer__queue_remove(&heap->bins[pg->bin], pg);
+	sefer__queue_push_back(&heap->full, pg);
 	page_set_full(pg);
 	return true;
 }
@@ -277,16 +279,16 @@ static bool page_to_full(struct heap *heap, struct page *pg)
  * and it collects more frees meanwhile. The direct table changes only when the queue was
  * empty, since only then does the page become the first.
  */
-void page_unfull(struct heap *heap, struct page *pg)
+void sefer__page_unfull(struct heap *heap, struct page *pg)
 {
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t old = XT_FULL;
 
 	page_clear_full(pg);
-	queue_remove(&heap->full, pg);
-	queue_push_back(q, pg);
+	sefer__queue_remove(&heap->full, pg);
+	sefer__queue_push_back(q, pg);
 	if (q->first == pg)
-		heap_direct_update(heap, pg->bin);
+		sefer__heap_direct_update(heap, pg->bin);
 	/* FULL -> NORMAL; if a pusher got there first, draining resets the tag later. */
 	atomic_compare_exchange_strong_explicit(&pg->xthread, &old, XT_NORMAL, memory_order_relaxed,
 						memory_order_relaxed);
@@ -302,7 +304,7 @@ static void wait_not_freeing(struct page *pg)
 		cpu_relax();
 }
 
-void heap_drain_delayed(struct heap *heap)
+void sefer__heap_drain_delayed(struct heap *heap)
 {
 	/* acquire: pairs with each pusher's release CAS on heap->delayed (free.c); the CASes are
 	 * RMWs, so one acquire synchronizes with all of them and every delayed_next written
@@ -314,9 +316,9 @@ void heap_drain_delayed(struct heap *heap)
 
 		if (atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed) == heap) {
 			wait_not_freeing(pg);
-			page_collect_xthread(pg, XT_NORMAL);
+			sefer__page_collect_xthread(pg, XT_NORMAL);
 			if (pg->flags & PAGE_FULL)
-				page_unfull(heap, pg);
+				sefer__page_unfull(heap, pg);
 		}
 		pg = next;
 	}
@@ -328,7 +330,7 @@ void heap_drain_delayed(struct heap *heap)
  * (two empty pages in one bin), so alloc-N/free-N patterns do not map and carve a page per
  * round. heap_collect() and thread exit give back the remaining empty pages.
  */
-void page_retire(struct heap *heap, struct page *pg)
+void sefer__page_retire(struct heap *heap, struct page *pg)
 {
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
@@ -337,22 +339,22 @@ void page_retire(struct heap *heap, struct page *pg)
 		return;
 	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)
 		return; /* on the delayed list: retired when drained and freed again */
-	queue_remove(q, pg);
+	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {
-		span_free(heap, pg);
+		sefer__span_free(heap, pg);
 		return;
 	}
-	queue_push_front(q, pg);
-	heap_direct_update(heap, pg->bin);
+	sefer__queue_push_front(q, pg);
+	sefer__heap_direct_update(heap, pg->bin);
 }
 
 /*
  * The free fast path emptied pg, a page of the caller's default heap or, through the owned-
  * segment cache, of one of the thread's first-class heaps: retire it in its owner.
  */
-void page_emptied(struct page *pg)
+void sefer__page_emptied(struct page *pg)
 {
-	page_retire(atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed), pg);
+	sefer__page_retire(atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed), pg);
 }
 
 /*
@@ -363,27 +365,27 @@ void page_emptied(struct page *pg)
  */
 static void heap_purge_due(struct heap *heap, bool force, bool took_span)
 {
-	uint64_t now = sefer_os.clock_ms();
-	uint64_t global = atomic_load_explicit(&sefer_purge_at, memory_order_relaxed);
+	uint64_t now = sefer__os.clock_ms();
+	uint64_t global = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
 
 	if (force || (global && now >= global))
-		global_purge(now, force);
+		sefer__global_purge(now, force);
 	if (!force && (!heap->next_purge || now < heap->next_purge))
 		return;
-	if (!force && took_span && heap_purge_deferred(heap, now))
+	if (!force && took_span && sefer__heap_purge_deferred(heap, now))
 		return;
 	heap->next_purge = 0;
-	heap_purge_calm(heap, now);
+	sefer__heap_purge_calm(heap, now);
 	for (struct segment *s = heap->segments; s; s = s->next)
-		segment_purge(heap, s, now, force);
+		sefer__segment_purge(heap, s, now, force);
 	for (struct segment *s = heap->full_segments; s; s = s->next)
-		segment_purge(heap, s, now, force);
+		sefer__segment_purge(heap, s, now, force);
 	for (struct segment *s = heap->cache; s; s = s->next)
-		segment_purge(heap, s, now, force);
+		sefer__segment_purge(heap, s, now, force);
 }
 
 /* Has a page of bin's queue a block to hand out, now or after collecting? (reclaim's test) */
-bool page_queue_usable(struct heap *heap, unsigned bin)
+bool sefer__page_queue_usable(struct heap *heap, unsigned bin)
 {
 	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next)
 		if (pg->free || pg->reserved < pg->capacity ||
@@ -397,21 +399,21 @@ bool page_queue_usable(struct heap *heap, unsigned bin)
  * Order: the bin's queue, then (when the heap's segments have no room for a new span)
  * abandoned segments of exited threads, then a new span.
  */
-struct page *page_find(struct heap *heap, unsigned bin)
+struct page *sefer__page_find(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
 	struct page *pg, *next, *first;
 	bool reclaimed = false;
 
 	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
-		heap_drain_delayed(heap);
+		sefer__heap_drain_delayed(heap);
 	first = q->first; /* what the direct table points at (heap.h) */
 retry:
 	for (pg = q->first; pg; pg = next) {
 		next = pg->next;
 		if (pg->free)
 			goto found;
-		page_collect_xthread(pg, (uintptr_t)-1);
+		sefer__page_collect_xthread(pg, (uintptr_t)-1);
 		if (pg->free)
 			goto found;
 		if (pg->reserved < pg->capacity) {
@@ -421,30 +423,31 @@ retry:
 		if (!page_to_full(heap, pg))
 			goto found;
 	}
-	if (!reclaimed && heap_reclaims(heap) && !heap_has_span_space(heap, bin_span_pages(bin))) {
+	if (!reclaimed && heap_reclaims(heap) &&
+	    !sefer__heap_has_span_space(heap, bin_span_pages(bin))) {
 		reclaimed = true;
-		if (abandoned_reclaim(heap, bin))
+		if (sefer__abandoned_reclaim(heap, bin))
 			goto retry;
 	}
-	pg = span_alloc(heap, bin_span_pages(bin));
+	pg = sefer__span_alloc(heap, bin_span_pages(bin));
 	/* after the span took the dirty slots it wanted (segment.c) */
 	if (IS_ENABLED(CONFIG_DECOMMIT) &&
-	    (heap->next_purge || atomic_load_explicit(&sefer_purge_at, memory_order_relaxed)))
+	    (heap->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed)))
 		heap_purge_due(heap, false, true);
 	if (!pg)
 		return NULL;
 	page_init(heap, pg, bin);
-	queue_push_front(q, pg);
-	heap_direct_update(heap, bin);
+	sefer__queue_push_front(q, pg);
+	sefer__heap_direct_update(heap, bin);
 	return pg;
 found:
 	if (q->first != pg) {
-		queue_remove(q, pg);
-		queue_push_front(q, pg);
+		sefer__queue_remove(q, pg);
+		sefer__queue_push_front(q, pg);
 	}
 	/* Most calls refill the first page from its own frees: the direct table is right. */
 	if (pg != first)
-		heap_direct_update(heap, bin);
+		sefer__heap_direct_update(heap, bin);
 	return pg;
 }
 
@@ -452,29 +455,29 @@ found:
  * Collect every queued page's frees and give back the pages that are empty (used is exact:
  * no list to walk). Its bins' direct entries are updated.
  */
-void heap_release_empty(struct heap *heap)
+void sefer__heap_release_empty(struct heap *heap)
 {
 	for (unsigned bin = 1; bin < NBINS; bin++) {
 		struct page *pg, *next;
 
 		for (pg = heap->bins[bin].first; pg; pg = next) {
 			next = pg->next;
-			page_collect_xthread(pg, (uintptr_t)-1);
+			sefer__page_collect_xthread(pg, (uintptr_t)-1);
 			if (pg->used == 0) {
-				queue_remove(&heap->bins[bin], pg);
-				span_free(heap, pg);
+				sefer__queue_remove(&heap->bins[bin], pg);
+				sefer__span_free(heap, pg);
 			}
 		}
-		heap_direct_update(heap, bin);
+		sefer__heap_direct_update(heap, bin);
 	}
 }
 
 /* Collect every page's frees, release empty pages, purge (all pending with force). */
-void heap_collect(struct heap *heap, bool force)
+void sefer__heap_collect(struct heap *heap, bool force)
 {
-	heap_drain_delayed(heap);
-	heap_release_empty(heap);
-	policy_collect_all(heap, force);
+	sefer__heap_drain_delayed(heap);
+	sefer__heap_release_empty(heap);
+	sefer__policy_collect_all(heap, force);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
 		heap_purge_due(heap, force, false);
 }

@@ -19,22 +19,22 @@
 	if (policy_##n.print_stats)                                                                \
 		policy_##n.print_stats();
 
-void policy_init_all(void)
+void sefer__policy_init_all(void)
 {
 	SEFER_POLICIES(INIT_STEP)
 }
 
-void policy_heap_exit_all(struct heap *h)
+void sefer__policy_heap_exit_all(struct heap *h)
 {
 	SEFER_POLICIES(HEAP_EXIT_STEP)
 }
 
-void policy_collect_all(struct heap *h, bool force)
+void sefer__policy_collect_all(struct heap *h, bool force)
 {
 	SEFER_POLICIES(COLLECT_STEP)
 }
 
-void policy_print_stats_all(void)
+void sefer__policy_print_stats_all(void)
 {
 	SEFER_POLICIES(PRINT_STATS_STEP)
 }

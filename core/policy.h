@@ -189,9 +189,9 @@ static inline bool policy_keeps_small_blocks(void)
 }
 
 /* core/policy.c: run a slow-path hook of every policy. */
-void policy_init_all(void) SEFER_INTERNAL;
-void policy_heap_exit_all(struct heap *h) SEFER_INTERNAL;
-void policy_collect_all(struct heap *h, bool force) SEFER_INTERNAL;
-void policy_print_stats_all(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__policy_init_all(void);
+SEFER_INTERNAL void sefer__policy_heap_exit_all(struct heap *h);
+SEFER_INTERNAL void sefer__policy_collect_all(struct heap *h, bool force);
+SEFER_INTERNAL void sefer__policy_print_stats_all(void);
 
 #endif

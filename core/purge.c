@@ -39,9 +39,9 @@ static inline bool delay_is_never(uint64_t base)
 }
 
 /* The purge delay of heap's segments; SEFER_PURGE_DELAY_MS with heap NULL (no owner). */
-uint64_t heap_purge_delay(const struct heap *heap)
+uint64_t sefer__heap_purge_delay(const struct heap *heap)
 {
-	uint64_t base = __atomic_load_n(&sefer_opt.purge_delay_ms, __ATOMIC_RELAXED);
+	uint64_t base = __atomic_load_n(&sefer__opt.purge_delay_ms, __ATOMIC_RELAXED);
 
 	if (!heap || delay_is_never(base))
 		return base;
@@ -49,9 +49,10 @@ uint64_t heap_purge_delay(const struct heap *heap)
 }
 
 /* A span of heap takes the purged slots `purged` of seg: were they purged too soon? */
-void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged)
+void sefer__purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged)
 {
-	uint64_t base = heap_purge_delay(NULL), delay = heap_purge_delay(heap), now, since = 0;
+	uint64_t base = sefer__heap_purge_delay(NULL), delay = sefer__heap_purge_delay(heap), now,
+		 since = 0;
 	unsigned k = heap->purge_backoff;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || delay_is_never(base) || k >= PURGE_BACKOFF_MAX)
@@ -64,7 +65,7 @@ void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged
 	}
 	if (!since)
 		return;
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	if (now >= since + (base << PURGE_BACKOFF_MAX))
 		return; /* it stayed unused for longer than any delay would have kept it */
 	uint64_t idle = (now > since ? now - since : 0) + delay; /* how long it was free */
@@ -74,7 +75,7 @@ void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged
 	while (k < PURGE_BACKOFF_MAX && base << k < 2 * idle);
 	heap->purge_backoff = k;
 	heap->backoff_since = now;
-	stat_add(&sefer_gstats.purge_backoffs, NULL, 1);
+	stat_add(&sefer__gstats.purge_backoffs, NULL, 1);
 }
 
 /*
@@ -89,9 +90,9 @@ void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged
  * Only the pass after a span (page_find) asks; sefer_collect() purges what aged out. Returns
  * whether this pass is deferred.
  */
-bool heap_purge_deferred(struct heap *heap, uint64_t now)
+bool sefer__heap_purge_deferred(struct heap *heap, uint64_t now)
 {
-	uint64_t delay = heap_purge_delay(heap);
+	uint64_t delay = sefer__heap_purge_delay(heap);
 
 	if (now < heap->next_purge + delay / 2 ||
 	    (heap->purge_deferred && heap->warm_spans == heap->warm_at_deferral)) {
@@ -105,9 +106,9 @@ bool heap_purge_deferred(struct heap *heap, uint64_t now)
 }
 
 /* A purge pass of heap at `now`: lower its delay a step after a calm spell. */
-void heap_purge_calm(struct heap *heap, uint64_t now)
+void sefer__heap_purge_calm(struct heap *heap, uint64_t now)
 {
-	uint64_t calm = CALM_DELAYS * heap_purge_delay(heap);
+	uint64_t calm = CALM_DELAYS * sefer__heap_purge_delay(heap);
 
 	if (heap->purge_backoff && now >= heap->backoff_since + calm) {
 		heap->purge_backoff--;

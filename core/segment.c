@@ -45,22 +45,22 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
-atomic_size_t sefer_large_mapped;
+SEFER_INTERNAL atomic_size_t sefer__large_mapped;
 
 static void *segment_map(struct heap *heap, size_t size, size_t align, int *node)
 {
 	void *mem;
 
 	*node = policy_segment_node(heap);
-	mem = sefer_os.reserve(size, align, *node);
+	mem = sefer__os.reserve(size, align, *node);
 	if (!mem)
 		return NULL;
 	policy_segment_placed(mem, size, *node);
-	stat_add(&sefer_gstats.segments, &sefer_gstats.segments_peak, 1);
-	stat_add(&sefer_gstats.segments_mapped, NULL, 1);
-	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak, (long long)size);
-	if (sefer_opt.verbose)
-		sefer_message("mapped segment %p (%zu bytes, node %d)", mem, size, *node);
+	stat_add(&sefer__gstats.segments, &sefer__gstats.segments_peak, 1);
+	stat_add(&sefer__gstats.segments_mapped, NULL, 1);
+	stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak, (long long)size);
+	if (sefer__opt.verbose)
+		sefer__message("mapped segment %p (%zu bytes, node %d)", mem, size, *node);
 	return mem;
 }
 
@@ -77,12 +77,12 @@ static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now);
  */
 static inline size_t guard_bytes(void)
 {
-	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !sefer_os.protect)
+	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !sefer__os.protect)
 		return 0;
-	return sefer_os_info.page_size;
+	return sefer__os_info.page_size;
 }
 
-size_t large_guard_bytes(void)
+size_t sefer__large_guard_bytes(void)
 {
 	return guard_bytes();
 }
@@ -90,10 +90,10 @@ size_t large_guard_bytes(void)
 /* Undo segment_map() of a segment never published (a guard could not be set). */
 static void segment_unmap(void *mem, size_t size)
 {
-	stat_add(&sefer_gstats.segments, NULL, -1);
-	stat_add(&sefer_gstats.committed, NULL, -(long long)size);
+	stat_add(&sefer__gstats.segments, NULL, -1);
+	stat_add(&sefer__gstats.committed, NULL, -(long long)size);
 	annotate_unmap(mem, size);
-	sefer_os.release(mem, size);
+	sefer__os.release(mem, size);
 }
 
 static bool small_guard_set(struct segment *seg)
@@ -103,10 +103,10 @@ static bool small_guard_set(struct segment *seg)
 
 	if (!g || g > GUARD_MAX)
 		return true; /* no guard (an OS page larger than the room kept for it) */
-	return sefer_os.protect((uint8_t *)seg + at, g, true);
+	return sefer__os.protect((uint8_t *)seg + at, g, true);
 }
 
-bool large_guard_place(struct segment *seg, size_t off, size_t size)
+bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 {
 	size_t g = guard_bytes();
 	size_t end;
@@ -125,13 +125,13 @@ bool large_guard_place(struct segment *seg, size_t off, size_t size)
 	if (guard != seg->large_guard) {
 		/* the new guard first, then lift the old one (it may lie inside the new block):
 		 * on failure the old placement stands whole */
-		if (!sefer_os.protect(guard, g, true))
+		if (!sefer__os.protect(guard, g, true))
 			return false;
-		if (seg->large_guard && !sefer_os.protect(seg->large_guard, g, false)) {
+		if (seg->large_guard && !sefer__os.protect(seg->large_guard, g, false)) {
 			/* a page left inaccessible here would fault inside this block or a later
 			 * one, far from the cause: stop at the cause instead */
-			if (!sefer_os.protect(guard, g, false))
-				report_corruption("guard page cannot be lifted", guard);
+			if (!sefer__os.protect(guard, g, false))
+				sefer__report_corruption("guard page cannot be lifted", guard);
 			return false;
 		}
 		seg->large_guard = guard;
@@ -144,17 +144,17 @@ bool large_guard_place(struct segment *seg, size_t off, size_t size)
 
 static void segment_publish(struct segment *seg)
 {
-	sync_registry_add(&seg->reg);
-	segtab_insert(seg);
+	sefer__sync_registry_add(&seg->reg);
+	sefer__segtab_insert(seg);
 }
 
 /* Undo segment_publish() before seg is unmapped or moved. */
 static void segment_unpublish(struct segment *seg)
 {
-	segtab_remove(seg);
-	sync_registry_del(&seg->reg);
+	sefer__segtab_remove(seg);
+	sefer__sync_registry_del(&seg->reg);
 	/* Walkers (stats, checks) may still be reading the header: wait them out. */
-	sync_synchronize();
+	sefer__sync_synchronize();
 }
 
 /*
@@ -170,21 +170,22 @@ static void annotate_large_unplaced(const struct segment *seg)
 static struct spinlock spare_lock = SPINLOCK_INIT;
 static struct segment *spare;
 static unsigned nspare; /* written under spare_lock, read without it as a hint */
-_Atomic(uint64_t) sefer_purge_at; /* earliest spare/abandoned purge deadline, 0 = none */
+/* earliest spare/abandoned purge deadline, 0 = none */
+SEFER_INTERNAL _Atomic(uint64_t) sefer__purge_at;
 
 /* Lower the global deadline to `when` (a spare or abandoned segment has dirty slots). */
-void global_purge_at(uint64_t when)
+void sefer__global_purge_at(uint64_t when)
 {
-	uint64_t cur = atomic_load_explicit(&sefer_purge_at, memory_order_relaxed);
+	uint64_t cur = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
 
 	while ((!cur || when < cur) &&
-	       !atomic_compare_exchange_weak_explicit(&sefer_purge_at, &cur, when,
+	       !atomic_compare_exchange_weak_explicit(&sefer__purge_at, &cur, when,
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
 /* seg's next purge deadline: when its longest-dirty slot is due; 0 if no slot is dirty. */
-uint64_t segment_deadline(struct segment *seg)
+uint64_t sefer__segment_deadline(struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
 		return 0;
@@ -196,18 +197,18 @@ uint64_t segment_deadline(struct segment *seg)
  * force) and return its next deadline, 0 when no slot stays dirty. Its owner, or the holder
  * of HELD_OWNER.
  */
-uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force, uint64_t delay)
+uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force, uint64_t delay)
 {
 	uint64_t due = 0, next = 0;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return 0;
 	if (force) {
-		purge_dirty(seg);
+		sefer__purge_dirty(seg);
 		return 0;
 	}
 	if (!seg->purge_at || now < seg->purge_at)
-		return segment_deadline(seg);
+		return sefer__segment_deadline(seg);
 	for (uint64_t m = seg->dirty_pages; m; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctzll(m);
 		uint64_t at = seg->pages[i].slot_since + delay;
@@ -228,12 +229,12 @@ uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force, uint64
  */
 static void spare_put(struct segment *seg)
 {
-	uint64_t due = segment_deadline(seg);
+	uint64_t due = sefer__segment_deadline(seg);
 
 	spin_lock(&spare_lock);
 	if (nspare >= SPARE_MAX) {
 		spin_unlock(&spare_lock);
-		segment_release(seg);
+		sefer__segment_release(seg);
 		return;
 	}
 	atomic_store_explicit(&seg->owner, HELD_OWNER, memory_order_relaxed);
@@ -241,17 +242,17 @@ static void spare_put(struct segment *seg)
 	__atomic_store_n(&nspare, nspare + 1, __ATOMIC_RELAXED);
 	spin_unlock(&spare_lock);
 	if (due)
-		global_purge_at(due);
+		sefer__global_purge_at(due);
 }
 
 /*
  * An empty segment that no heap owns (an abandoned one whose last blocks were freed by other
  * threads): a spare, purged at once with force. No lock held.
  */
-void segment_spare(struct segment *seg, bool force)
+void sefer__segment_spare(struct segment *seg, bool force)
 {
 	if (force)
-		purge_dirty(seg);
+		sefer__purge_dirty(seg);
 	spare_put(seg);
 }
 
@@ -275,7 +276,7 @@ static struct segment *spare_take(struct heap *heap)
 }
 
 /* Purge the spare segments that are due (all with force); returns the next deadline or 0. */
-uint64_t spare_purge(uint64_t now, bool force)
+uint64_t sefer__spare_purge(uint64_t now, bool force)
 {
 	uint64_t next = 0;
 
@@ -294,12 +295,13 @@ uint64_t spare_purge(uint64_t now, bool force)
 			struct segment *seg = all;
 
 			all = seg->next;
-			segment_release(seg);
+			sefer__segment_release(seg);
 		}
 		return 0;
 	}
 	for (struct segment *seg = spare; seg; seg = seg->next) {
-		uint64_t due = segment_purge_due(seg, now, force, heap_purge_delay(NULL));
+		uint64_t due =
+			sefer__segment_purge_due(seg, now, force, sefer__heap_purge_delay(NULL));
 
 		if (due && (!next || due < next))
 			next = due;
@@ -308,22 +310,22 @@ uint64_t spare_purge(uint64_t now, bool force)
 	return next;
 }
 
-void spare_fork_prepare(void) __acquires(spare_lock)
+void sefer__spare_fork_prepare(void) __acquires(spare_lock)
 {
 	spin_lock(&spare_lock);
 }
 
-void spare_fork_parent(void) __releases(spare_lock)
+void sefer__spare_fork_parent(void) __releases(spare_lock)
 {
 	spin_unlock(&spare_lock);
 }
 
-void spare_fork_child(void) __releases(spare_lock)
+void sefer__spare_fork_child(void) __releases(spare_lock)
 {
 	spin_reset(&spare_lock);
 }
 
-struct segment *segment_alloc_small(struct heap *heap)
+struct segment *sefer__segment_alloc_small(struct heap *heap)
 {
 	struct segment *seg;
 	int node;
@@ -345,7 +347,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 		seg->kind = SEG_SMALL;
 		seg->node = node;
 		seg->size = SEGMENT_SIZE;
-		seg->cookie = (uintptr_t)seg ^ sefer_list_key;
+		seg->cookie = (uintptr_t)seg ^ sefer__list_key;
 		seg->free_pages = ALL_PAGES_MASK;
 		/* Every slot maps to pages[0], an unused descriptor (nothing carved) until a span
 		 * takes it: a free into a free slot is no block start and is reported. */
@@ -361,7 +363,7 @@ struct segment *segment_alloc_small(struct heap *heap)
 	return seg;
 }
 
-struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align)
+struct segment *sefer__segment_alloc_large(struct heap *heap, size_t size, size_t align)
 {
 	size_t off = large_block_offset(align);
 	size_t g = guard_bytes();
@@ -373,14 +375,15 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 
 	if (size > SIZE_MAX / 2 || off > SIZE_MAX / 2 || total < size)
 		return NULL;
-	/* From SEGMENT_SIZE up the block lies `align` into a reservation aligned to it (align.h). */
+	/* From SEGMENT_SIZE up the block lies `align` into a reservation aligned to it (align.h).
+	 */
 	seg = segment_map(heap, total, align > SEGMENT_SIZE ? align : SEGMENT_SIZE, &node);
 	if (!seg)
 		return NULL;
 	seg->kind = SEG_LARGE;
 	seg->node = node;
 	seg->size = total;
-	seg->cookie = (uintptr_t)seg ^ sefer_list_key;
+	seg->cookie = (uintptr_t)seg ^ sefer__list_key;
 	if (!large_place(seg, off, size)) {
 		segment_unmap(seg, total);
 		return NULL;
@@ -389,7 +392,7 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
 	annotate_large_unplaced(seg);
 	atomic_store_explicit(&seg->owner, LARGE_OWNER, memory_order_relaxed);
 	segment_publish(seg);
-	atomic_fetch_add_explicit(&sefer_large_mapped, total, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sefer__large_mapped, total, memory_order_relaxed);
 	return seg;
 }
 
@@ -404,18 +407,18 @@ struct segment *segment_alloc_large(struct heap *heap, size_t size, size_t align
  * NULL when the backend has no remap, with guard pages, or when the OS refused: seg is then
  * unchanged and published again. The caller annotates the block (core/annotate.h).
  */
-struct segment *segment_resize_large(struct segment *seg, size_t size, size_t align)
+struct segment *sefer__segment_resize_large(struct segment *seg, size_t size, size_t align)
 {
 	size_t off = large_block_offset(align);
 	size_t total = align_up(off + size, SPAGE_SIZE), old = seg->size;
 	struct segment *moved;
 
-	if (!sefer_os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
+	if (!sefer__os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
 	    total < size || align > SEGMENT_SIZE / 2)
 		return NULL;
 	segment_unpublish(seg);
 	annotate_unmap(seg, old);
-	moved = sefer_os.remap(seg, old, total, SEGMENT_SIZE);
+	moved = sefer__os.remap(seg, old, total, SEGMENT_SIZE);
 	if (!moved) {
 		annotate_large_unplaced(seg);
 		segment_publish(seg);
@@ -423,35 +426,36 @@ struct segment *segment_resize_large(struct segment *seg, size_t size, size_t al
 	}
 	policy_segment_placed(moved, total, moved->node);
 	moved->size = total;
-	moved->cookie = (uintptr_t)moved ^ sefer_list_key;
+	moved->cookie = (uintptr_t)moved ^ sefer__list_key;
 	moved->next = moved->prev = NULL;
 	large_place(moved, off, size); /* cannot fail without guard pages */
 	annotate_large_unplaced(moved);
-	stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
+	stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak,
 		 (long long)total - (long long)old);
 	if (total > old)
-		atomic_fetch_add_explicit(&sefer_large_mapped, total - old, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sefer__large_mapped, total - old, memory_order_relaxed);
 	else
-		atomic_fetch_sub_explicit(&sefer_large_mapped, old - total, memory_order_relaxed);
-	if (sefer_opt.verbose)
-		sefer_message("resized segment %p (%zu bytes) to %p (%zu bytes)", (void *)seg, old,
+		atomic_fetch_sub_explicit(&sefer__large_mapped, old - total, memory_order_relaxed);
+	if (sefer__opt.verbose)
+		sefer__message("resized segment %p (%zu bytes) to %p (%zu bytes)", (void *)seg, old,
 			      (void *)moved, total);
 	segment_publish(moved);
 	return moved;
 }
 
-void segment_release(struct segment *seg)
+void sefer__segment_release(struct segment *seg)
 {
 	segment_unpublish(seg);
-	stat_add(&sefer_gstats.segments, NULL, -1);
-	stat_add(&sefer_gstats.committed, NULL,
-		 -(long long)(seg->size - (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));
+	stat_add(&sefer__gstats.segments, NULL, -1);
+	stat_add(&sefer__gstats.committed, NULL,
+		 -(long long)(seg->size -
+			      (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));
 	if (seg->kind == SEG_LARGE)
-		atomic_fetch_sub_explicit(&sefer_large_mapped, seg->size, memory_order_relaxed);
-	if (sefer_opt.verbose)
-		sefer_message("released segment %p (%zu bytes)", (void *)seg, seg->size);
+		atomic_fetch_sub_explicit(&sefer__large_mapped, seg->size, memory_order_relaxed);
+	if (sefer__opt.verbose)
+		sefer__message("released segment %p (%zu bytes)", (void *)seg, seg->size);
 	annotate_unmap(seg, seg->size);
-	sefer_os.release(seg, seg->size);
+	sefer__os.release(seg, seg->size);
 }
 
 /* Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline). */
@@ -469,29 +473,30 @@ static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 		uint64_t run = mask >> lo;
 		unsigned len = ~run ? (unsigned)__builtin_ctzll(~run) : 64 - lo;
 
-		sefer_os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT), (size_t)len << SPAGE_SHIFT,
-			       IS_ENABLED(CONFIG_PURGE_DONTNEED));
+		sefer__os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
+				(size_t)len << SPAGE_SHIFT, IS_ENABLED(CONFIG_PURGE_DONTNEED));
 		mask &= len >= 64 ? 0 : ~(((1ULL << len) - 1) << lo);
 	}
 	long long bytes = (long long)__builtin_popcountll(done) << SPAGE_SHIFT;
 
 	seg->dirty_pages &= ~done;
 	seg->purged_pages |= done;
-	stat_add(&sefer_gstats.committed, NULL, -bytes);
-	stat_add(&sefer_gstats.purged, NULL, bytes);
+	stat_add(&sefer__gstats.committed, NULL, -bytes);
+	stat_add(&sefer__gstats.purged, NULL, bytes);
 }
 
 /* Give back every dirty slot of seg now (its owner, or the holder of HELD_OWNER). */
-void purge_dirty(struct segment *seg)
+void sefer__purge_dirty(struct segment *seg)
 {
 	purge_slots(seg, seg->dirty_pages, 0);
 	seg->purge_at = 0;
 }
 
 /* What of the heap's segment seg is due; its next deadline becomes the heap's. */
-void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
+void sefer__segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force)
 {
-	heap_purge_at(heap, segment_purge_due(seg, now, force, heap_purge_delay(heap)));
+	heap_purge_at(heap,
+		      sefer__segment_purge_due(seg, now, force, sefer__heap_purge_delay(heap)));
 }
 
 /* Slots of seg became dirty (span_free_slots): its deadline becomes the heap's. */
@@ -499,11 +504,11 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
-	if (heap_purge_delay(heap) == 0) {
-		purge_dirty(seg);
+	if (sefer__heap_purge_delay(heap) == 0) {
+		sefer__purge_dirty(seg);
 		return;
 	}
-	heap_purge_at(heap, segment_deadline(seg));
+	heap_purge_at(heap, sefer__segment_deadline(seg));
 }
 
 /*
@@ -511,7 +516,7 @@ static void schedule_purge(struct heap *heap, struct segment *seg)
  * alloc-N/free-N pattern that empties a segment refills it warm), or unmap it. An exiting
  * heap's empty segments become spares for the next thread.
  */
-void segment_free(struct heap *heap, struct segment *seg)
+void sefer__segment_free(struct heap *heap, struct segment *seg)
 {
 	owned_forget(seg);
 	segment_list_remove(seg->has_space ? &heap->segments : &heap->full_segments, seg);
@@ -525,11 +530,11 @@ void segment_free(struct heap *heap, struct segment *seg)
 		schedule_purge(heap, seg);
 		return;
 	}
-	segment_release(seg);
+	sefer__segment_release(seg);
 }
 
 /* The exiting heap's cached empty segments become spares. */
-void heap_cache_to_spares(struct heap *heap)
+void sefer__heap_cache_to_spares(struct heap *heap)
 {
 	while (heap->cache) {
 		struct segment *seg = heap->cache;
@@ -580,20 +585,20 @@ static struct segment *span_place(struct heap *heap, unsigned n, int node, int *
 }
 
 /* Is there a run of n free slots in the heap's segments? */
-bool heap_has_span_space(struct heap *heap, unsigned n)
+bool sefer__heap_has_span_space(struct heap *heap, unsigned n)
 {
 	int idx;
 
 	return find_space(heap, n, SEFER_NO_NODE, false, &idx) != NULL;
 }
 
-struct page *span_alloc(struct heap *heap, unsigned n)
+struct page *sefer__span_alloc(struct heap *heap, unsigned n)
 {
 	int idx = -1;
 	struct segment *seg = span_place(heap, n, policy_segment_node(heap), &idx);
 
 	if (!seg) {
-		seg = segment_alloc_small(heap);
+		seg = sefer__segment_alloc_small(heap);
 		if (!seg)
 			return NULL;
 		idx = find_run(seg->free_pages, n);
@@ -607,8 +612,8 @@ struct page *span_alloc(struct heap *heap, unsigned n)
 	if (seg->dirty_pages & bits)
 		heap->warm_spans++;
 	if (purged) {
-		purge_backoff_check(heap, seg, purged);
-		stat_add(&sefer_gstats.committed, &sefer_gstats.committed_peak,
+		sefer__purge_backoff_check(heap, seg, purged);
+		stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak,
 			 (long long)__builtin_popcountll(purged) << SPAGE_SHIFT);
 	}
 	seg->free_pages &= ~bits;
@@ -634,13 +639,13 @@ struct page *span_alloc(struct heap *heap, unsigned n)
  * segment; alone for a segment no heap owns, held with HELD_OWNER (heap.c), whose caller
  * purges or spares it.
  */
-void span_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
+void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
 {
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
 
 	if (IS_ENABLED(CONFIG_DECOMMIT)) {
-		uint64_t now = sefer_os.clock_ms();
+		uint64_t now = sefer__os.clock_ms();
 
 		for (unsigned i = 0; i < n; i++)
 			seg->pages[idx + i].slot_since = now;
@@ -657,18 +662,18 @@ void span_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
 	seg->has_space = true;
 }
 
-void span_free(struct heap *heap, struct page *pg)
+void sefer__span_free(struct heap *heap, struct page *pg)
 {
 	struct segment *seg = segment_of(pg);
 	bool had_space = seg->has_space;
 
-	span_free_slots(seg, pg, heap_purge_delay(heap));
+	sefer__span_free_slots(seg, pg, sefer__heap_purge_delay(heap));
 	if (!had_space) {
 		segment_list_remove(&heap->full_segments, seg);
 		segment_list_push(&heap->segments, seg);
 	}
 	if (seg->used_pages == 0) {
-		segment_free(heap, seg);
+		sefer__segment_free(heap, seg);
 		return;
 	}
 	schedule_purge(heap, seg);
@@ -693,8 +698,8 @@ static void annotate_segment_drop(struct segment *seg)
 
 	for_each_span(seg, pg, idx) {
 #if IS_ENABLED(CONFIG_VALGRIND)
-		if (sefer_on_valgrind) {
-			page_collect_xthread(pg, (uintptr_t)-1);
+		if (sefer__on_valgrind) {
+			sefer__page_collect_xthread(pg, (uintptr_t)-1);
 			for (uint32_t i = 0; i < pg->reserved; i++) {
 				uint8_t *b = pg->start + (size_t)i * pg->block_size;
 
@@ -710,17 +715,17 @@ static void annotate_segment_drop(struct segment *seg)
 #endif
 }
 
-void segment_drop(struct heap *heap, struct segment *seg)
+void sefer__segment_drop(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
 	owned_forget(seg);
 	annotate_segment_drop(seg);
 	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
-		segment_release(seg);
+		sefer__segment_release(seg);
 		return;
 	}
 	for_each_span(seg, pg, idx)
-		span_free_slots(seg, pg, heap_purge_delay(NULL));
+		sefer__span_free_slots(seg, pg, sefer__heap_purge_delay(NULL));
 	spare_put(seg);
 }

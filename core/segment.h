@@ -77,8 +77,8 @@ struct page {
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */
 	struct page *delayed_next;		       /* link in the owner's delayed list */
-	/* Copies of start, block_size, reserved and div_magic for other threads' checks (they must not
-	 * read the owner's hot line); written by the owner at page_init / page_extend. */
+	/* Copies of start, block_size, reserved and div_magic for other threads' checks (they must
+	 * not read the owner's hot line); written by the owner at page_init / page_extend. */
 	_Atomic(uintptr_t) xt_start;
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
 	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
@@ -176,17 +176,17 @@ static inline size_t page_span_bytes(const struct page *pg)
 }
 
 /* ---- hardened free-list links ---- */
-extern uintptr_t sefer_list_key SEFER_INTERNAL;
-extern uint64_t sefer_shuffle_key SEFER_INTERNAL; /* seeds the heaps' shuffles (heap.c) */
+SEFER_INTERNAL_EXTERN uintptr_t sefer__list_key;
+SEFER_INTERNAL_EXTERN uint64_t sefer__shuffle_key; /* seeds the heaps' shuffles (heap.c) */
 
 static always_inline uintptr_t link_encode(const struct block *b, const struct block *next)
 {
 	if (IS_ENABLED(CONFIG_HARDENED))
-		return (uintptr_t)next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+		return (uintptr_t)next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
 	return (uintptr_t)next;
 }
 
-void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad);
 
 /*
  * ---- free marks (CONFIG_DEBUG_DOUBLE_FREE) ----
@@ -209,11 +209,11 @@ void list_corrupt(const struct page *pg, const void *b, uintptr_t bad) SEFER_INT
  * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
  * inside one, not past the carved ones), in one multiply and one compare.
  */
-extern uintptr_t sefer_mark_key SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN uintptr_t sefer__mark_key;
 
 static always_inline uintptr_t free_mark(const struct block *b)
 {
-	return (uintptr_t)b ^ sefer_mark_key;
+	return (uintptr_t)b ^ sefer__mark_key;
 }
 
 /*
@@ -329,10 +329,10 @@ static always_inline struct block *block_next(const struct page *pg, const struc
 
 	annotate_link_open(b);
 	if (IS_ENABLED(CONFIG_HARDENED)) {
-		n = b->next ^ sefer_list_key ^ ((uintptr_t)b >> 4);
+		n = b->next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
 		annotate_link_close(b);
 		if (unlikely(n && (n - (uintptr_t)pg->start) >= page_span_bytes(pg)))
-			list_corrupt(pg, b, n);
+			sefer__list_corrupt(pg, b, n);
 		return (struct block *)n;
 	}
 	n = b->next;
@@ -497,13 +497,14 @@ static inline size_t large_block_offset(size_t align)
 	return align_up(__builtin_offsetof(struct segment, pages), a);
 }
 
-__must_check bool large_guard_place(struct segment *seg, size_t off, size_t size) SEFER_INTERNAL;
-size_t large_guard_bytes(void) SEFER_INTERNAL;
+SEFER_INTERNAL __must_check bool sefer__large_guard_place(struct segment *seg, size_t off,
+							  size_t size);
+SEFER_INTERNAL size_t sefer__large_guard_bytes(void);
 
 /* The most a large segment can hold `off` bytes in: what follows, less the guard page. */
 static inline size_t large_room(const struct segment *seg, size_t off)
 {
-	size_t g = IS_ENABLED(CONFIG_GUARD_PAGES) ? large_guard_bytes() : 0;
+	size_t g = IS_ENABLED(CONFIG_GUARD_PAGES) ? sefer__large_guard_bytes() : 0;
 
 	return seg->size > off + g ? seg->size - off - g : 0;
 }
@@ -519,7 +520,7 @@ static inline size_t large_room(const struct segment *seg, size_t off)
 static inline bool large_place(struct segment *seg, size_t off, size_t size)
 {
 	if (IS_ENABLED(CONFIG_GUARD_PAGES))
-		return large_guard_place(seg, off, size);
+		return sefer__large_guard_place(seg, off, size);
 	seg->large_block = (uint8_t *)seg + off;
 	seg->large_size = seg->size - off;
 	return true;
@@ -548,13 +549,13 @@ static inline void segment_list_remove(struct segment **head, struct segment *se
 }
 
 /* segment.c */
-__must_check struct segment *segment_alloc_small(struct heap *heap) SEFER_INTERNAL;
-__must_check struct segment *segment_alloc_large(struct heap *heap, size_t size,
-						 size_t align) SEFER_INTERNAL;
-void segment_free(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
-void segment_release(struct segment *seg) SEFER_INTERNAL;
-__must_check struct segment *segment_resize_large(struct segment *seg, size_t size,
-						  size_t align) SEFER_INTERNAL;
+SEFER_INTERNAL __must_check struct segment *sefer__segment_alloc_small(struct heap *heap);
+SEFER_INTERNAL __must_check struct segment *sefer__segment_alloc_large(struct heap *heap,
+								       size_t size, size_t align);
+SEFER_INTERNAL void sefer__segment_free(struct heap *heap, struct segment *seg);
+SEFER_INTERNAL void sefer__segment_release(struct segment *seg);
+SEFER_INTERNAL __must_check struct segment *sefer__segment_resize_large(struct segment *seg,
+									size_t size, size_t align);
 /*
  * Mapped bytes of the large segments, process-wide: in use, cached by a policy, or on their way
  * back to the OS; policies size caches by it. Kept where large segments are mapped and released,
@@ -562,28 +563,30 @@ __must_check struct segment *segment_resize_large(struct segment *seg, size_t si
  * free would write (two threads each freeing and reallocating a 4 MiB buffer ran at a third of
  * one thread's rate on it).
  */
-extern atomic_size_t sefer_large_mapped SEFER_INTERNAL;
-__must_check struct page *span_alloc(struct heap *heap, unsigned pages) SEFER_INTERNAL;
-bool heap_has_span_space(struct heap *heap, unsigned pages) SEFER_INTERNAL;
-void span_free(struct heap *heap, struct page *pg) SEFER_INTERNAL;
-void segment_purge(struct heap *heap, struct segment *seg, uint64_t now, bool force) SEFER_INTERNAL;
-void heap_cache_to_spares(struct heap *heap) SEFER_INTERNAL;
-void span_free_slots(struct segment *seg, struct page *pg, uint64_t delay) SEFER_INTERNAL;
-void segment_drop(struct heap *heap, struct segment *seg) SEFER_INTERNAL;
-void segment_spare(struct segment *seg, bool force) SEFER_INTERNAL;
-uint64_t segment_deadline(struct segment *seg) SEFER_INTERNAL;
-uint64_t segment_purge_due(struct segment *seg, uint64_t now, bool force,
-			   uint64_t delay) SEFER_INTERNAL;
-uint64_t heap_purge_delay(const struct heap *heap) SEFER_INTERNAL;
-void heap_purge_calm(struct heap *heap, uint64_t now) SEFER_INTERNAL;
-bool heap_purge_deferred(struct heap *heap, uint64_t now) SEFER_INTERNAL;
-void purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged) SEFER_INTERNAL;
-void purge_dirty(struct segment *seg) SEFER_INTERNAL;
-uint64_t spare_purge(uint64_t now, bool force) SEFER_INTERNAL;
-void global_purge_at(uint64_t when) SEFER_INTERNAL;
-extern _Atomic(uint64_t) sefer_purge_at SEFER_INTERNAL;
-void spare_fork_prepare(void) __acquires(spare_lock) SEFER_INTERNAL;
-void spare_fork_parent(void) __releases(spare_lock) SEFER_INTERNAL;
-void spare_fork_child(void) __releases(spare_lock) SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN atomic_size_t sefer__large_mapped;
+SEFER_INTERNAL __must_check struct page *sefer__span_alloc(struct heap *heap, unsigned pages);
+SEFER_INTERNAL bool sefer__heap_has_span_space(struct heap *heap, unsigned pages);
+SEFER_INTERNAL void sefer__span_free(struct heap *heap, struct page *pg);
+SEFER_INTERNAL void sefer__segment_purge(struct heap *heap, struct segment *seg, uint64_t now,
+					 bool force);
+SEFER_INTERNAL void sefer__heap_cache_to_spares(struct heap *heap);
+SEFER_INTERNAL void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay);
+SEFER_INTERNAL void sefer__segment_drop(struct heap *heap, struct segment *seg);
+SEFER_INTERNAL void sefer__segment_spare(struct segment *seg, bool force);
+SEFER_INTERNAL uint64_t sefer__segment_deadline(struct segment *seg);
+SEFER_INTERNAL uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force,
+			   uint64_t delay);
+SEFER_INTERNAL uint64_t sefer__heap_purge_delay(const struct heap *heap);
+SEFER_INTERNAL void sefer__heap_purge_calm(struct heap *heap, uint64_t now);
+SEFER_INTERNAL bool sefer__heap_purge_deferred(struct heap *heap, uint64_t now);
+SEFER_INTERNAL void sefer__purge_backoff_check(struct heap *heap, struct segment *seg,
+					       uint64_t purged);
+SEFER_INTERNAL void sefer__purge_dirty(struct segment *seg);
+SEFER_INTERNAL uint64_t sefer__spare_purge(uint64_t now, bool force);
+SEFER_INTERNAL void sefer__global_purge_at(uint64_t when);
+SEFER_INTERNAL_EXTERN _Atomic(uint64_t) sefer__purge_at;
+SEFER_INTERNAL void sefer__spare_fork_prepare(void) __acquires(spare_lock);
+SEFER_INTERNAL void sefer__spare_fork_parent(void) __releases(spare_lock);
+SEFER_INTERNAL void sefer__spare_fork_child(void) __releases(spare_lock);
 
 #endif

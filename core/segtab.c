@@ -2,9 +2,9 @@
 /* The segment table bitmap (see segtab.h). Writers use atomic or/and: slow path only. */
 #include "core/segtab.h"
 
-_Atomic(uint64_t) sefer_segtab[SEGTAB_BITS / 64];
+SEFER_INTERNAL _Atomic(uint64_t) sefer__segtab[SEGTAB_BITS / 64];
 
-void segtab_insert(const void *seg)
+void sefer__segtab_insert(const void *seg)
 {
 	uintptr_t i = (uintptr_t)seg >> SEGMENT_SHIFT;
 
@@ -16,12 +16,13 @@ void segtab_insert(const void *seg)
 	 * the bit. A relaxed reader with a pointer it did not get that way (a wild free) may see
 	 * the bit before the header; that free is an error report either way.
 	 */
-	atomic_fetch_or_explicit(&sefer_segtab[i >> 6], 1ULL << (i & 63), memory_order_release);
+	atomic_fetch_or_explicit(&sefer__segtab[i >> 6], 1ULL << (i & 63), memory_order_release);
 }
 
-void segtab_remove(const void *seg)
+void sefer__segtab_remove(const void *seg)
 {
 	uintptr_t i = (uintptr_t)seg >> SEGMENT_SHIFT;
 
-	atomic_fetch_and_explicit(&sefer_segtab[i >> 6], ~(1ULL << (i & 63)), memory_order_relaxed);
+	atomic_fetch_and_explicit(&sefer__segtab[i >> 6], ~(1ULL << (i & 63)),
+				  memory_order_relaxed);
 }

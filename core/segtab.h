@@ -17,7 +17,7 @@
 #include "core/config.h"
 
 #define SEGTAB_BITS ((size_t)1 << (CONFIG_VA_BITS - SEGMENT_SHIFT))
-extern _Atomic(uint64_t) sefer_segtab[SEGTAB_BITS / 64] SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN _Atomic(uint64_t) sefer__segtab[SEGTAB_BITS / 64];
 
 static always_inline bool segtab_contains(const void *seg)
 {
@@ -25,10 +25,10 @@ static always_inline bool segtab_contains(const void *seg)
 
 	if (unlikely(i >= SEGTAB_BITS))
 		return false;
-	return atomic_load_explicit(&sefer_segtab[i >> 6], memory_order_relaxed) >> (i & 63) & 1;
+	return atomic_load_explicit(&sefer__segtab[i >> 6], memory_order_relaxed) >> (i & 63) & 1;
 }
 
-void segtab_insert(const void *seg) SEFER_INTERNAL;
-void segtab_remove(const void *seg) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__segtab_insert(const void *seg);
+SEFER_INTERNAL void sefer__segtab_remove(const void *seg);
 
 #endif

@@ -5,7 +5,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
-bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
+bool sefer__sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 {
 	struct segment *seg = segment_of(p);
 	char why[160];
@@ -13,17 +13,17 @@ bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 	bool large;
 
 	if (align && (!is_pow2(align) || (uintptr_t)p % align)) {
-		sefer_format(why, sizeof(why), "alignment %zu: %s", align,
+		sefer__format(why, sizeof(why), "alignment %zu: %s", align,
 			     is_pow2(align) ? "the block is not aligned to it"
 					    : "not a power of two");
-		report_error(fn, p, why);
+		sefer__report_error(fn, p, why);
 		return false;
 	}
 	if (size == SIZE_UNKNOWN)
 		return true;
-	if (!segtab_contains(seg) && !(seg = aligned_segment_of(p)))
+	if (!segtab_contains(seg) && !(seg = sefer__aligned_segment_of(p)))
 		return true; /* foreign: free() reports it */
-	usable = usable_size_any(p);
+	usable = sefer__usable_size_any(p);
 	if (!usable)
 		return true; /* not a block: free() reports it */
 	large = atomic_load_explicit(&seg->owner, memory_order_relaxed) == LARGE_OWNER;
@@ -36,8 +36,8 @@ bool sized_free_check(const char *fn, const void *p, size_t size, size_t align)
 	/* a large block's last request, whatever room the block has (sized.h) */
 	if (large && p == seg->large_block && size == seg->large_req)
 		return true;
-	sefer_format(why, sizeof(why), "size %zu does not match the block's %zu usable bytes", size,
-		     usable);
-	report_error(fn, p, why);
+	sefer__format(why, sizeof(why), "size %zu does not match the block's %zu usable bytes",
+		      size, usable);
+	sefer__report_error(fn, p, why);
 	return false;
 }

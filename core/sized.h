@@ -23,12 +23,12 @@
  * times the request (policies/large_cache), and later reallocs grow it there in place.
  * align 0 means the function takes none. Pointers sefer does not know are left to free().
  */
-bool sized_free_check(const char *fn, const void *p, size_t size,
-		      size_t align) SEFER_INTERNAL __cold;
+SEFER_INTERNAL bool sefer__sized_free_check(const char *fn, const void *p, size_t size,
+		      size_t align) __cold;
 
 static inline bool sized_free_ok(const char *fn, const void *p, size_t size, size_t align)
 {
-	return !IS_ENABLED(CONFIG_HARDENED) || !p || sized_free_check(fn, p, size, align);
+	return !IS_ENABLED(CONFIG_HARDENED) || !p || sefer__sized_free_check(fn, p, size, align);
 }
 
 #endif

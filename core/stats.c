@@ -7,7 +7,7 @@
 #include "core/stats.h"
 #include "sefer.h"
 
-struct global_stats sefer_gstats;
+SEFER_INTERNAL struct global_stats sefer__gstats;
 
 static void sum_heap(struct heap *h, void *arg)
 {
@@ -22,8 +22,8 @@ static void sum_heap(struct heap *h, void *arg)
 SEFER_API void sefer_stats_get(struct sefer_stats *st)
 {
 	__builtin_memset(st, 0, sizeof(*st));
-	heap_visit_all(sum_heap, st);
-#define G(f) ((uint64_t)atomic_load_explicit(&sefer_gstats.f, memory_order_relaxed))
+	sefer__heap_visit_all(sum_heap, st);
+#define G(f) ((uint64_t)atomic_load_explicit(&sefer__gstats.f, memory_order_relaxed))
 	st->segments = G(segments);
 	st->segments_peak = G(segments_peak);
 	st->segments_mapped = G(segments_mapped);
@@ -43,40 +43,40 @@ SEFER_API void sefer_stats_print(void)
 
 	sefer_stats_get(&st);
 	if (IS_ENABLED(CONFIG_STATS_CALLS))
-		sefer_message("stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
-			      (unsigned long long)st.mallocs, (unsigned long long)st.frees,
-			      (unsigned long long)st.xthread_frees,
-			      (unsigned long long)st.large_allocs);
+		sefer__message(
+			"stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
+			(unsigned long long)st.mallocs, (unsigned long long)st.frees,
+			(unsigned long long)st.xthread_frees, (unsigned long long)st.large_allocs);
 	else
-		sefer_message("stats: mallocs and frees not counted (CONFIG_STATS_CALLS=n), "
+		sefer__message("stats: mallocs and frees not counted (CONFIG_STATS_CALLS=n), "
 			      "cross-thread frees %llu, large %llu",
 			      (unsigned long long)st.xthread_frees,
 			      (unsigned long long)st.large_allocs);
-	sefer_message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
+	sefer__message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
 		      "%llu KiB), purged %llu KiB (purge delay raised %llu times)",
 		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
 		      (unsigned long long)st.segments_mapped,
 		      (unsigned long long)st.committed >> 10,
 		      (unsigned long long)st.committed_peak >> 10,
 		      (unsigned long long)st.purged >> 10,
-		      (unsigned long long)atomic_load_explicit(&sefer_gstats.purge_backoffs,
+		      (unsigned long long)atomic_load_explicit(&sefer__gstats.purge_backoffs,
 							       memory_order_relaxed));
-	sefer_message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
+	sefer__message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
 		      "reclaimed %llu, lock waits yielded %llu",
 		      (unsigned long long)st.threads, (unsigned long long)st.heaps,
 		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed,
-		      (unsigned long long)atomic_load_explicit(&sefer_gstats.lock_yields,
+		      (unsigned long long)atomic_load_explicit(&sefer__gstats.lock_yields,
 							       memory_order_relaxed));
-	policy_print_stats_all();
+	sefer__policy_print_stats_all();
 }
 
-void stats_at_exit(void)
+void sefer__stats_at_exit(void)
 {
-	if (sefer_opt.show_stats)
+	if (sefer__opt.show_stats)
 		sefer_stats_print();
 }
 
 __attribute__((destructor)) static void sefer_destructor(void)
 {
-	stats_at_exit();
+	sefer__stats_at_exit();
 }

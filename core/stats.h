@@ -21,14 +21,14 @@ struct global_stats {
 	atomic_llong heaps; /* first-class heaps alive */
 };
 
-extern struct global_stats sefer_gstats SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN struct global_stats sefer__gstats;
 
 static inline void stat_max(atomic_llong *peak, long long v)
 {
 	long long old = atomic_load_explicit(peak, memory_order_relaxed);
 
-	while (v > old && !atomic_compare_exchange_weak_explicit(peak, &old, v, memory_order_relaxed,
-								  memory_order_relaxed))
+	while (v > old && !atomic_compare_exchange_weak_explicit(
+				  peak, &old, v, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -42,6 +42,6 @@ static inline void stat_add(atomic_llong *c, atomic_llong *peak, long long delta
 		stat_max(peak, v);
 }
 
-void stats_at_exit(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__stats_at_exit(void);
 
 #endif

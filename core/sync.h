@@ -36,16 +36,17 @@ struct sync_node {
 };
 #endif
 
-void sync_registry_add(struct sync_node *n) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__sync_registry_add(struct sync_node *n);
 /* Unlink n; the caller must sync_synchronize() before reusing or unmapping its memory. */
-void sync_registry_del(struct sync_node *n) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__sync_registry_del(struct sync_node *n);
 /* Call fn on every registered node inside one read-side critical section. */
-void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__sync_registry_walk(void (*fn)(struct sync_node *n, void *arg),
+					      void *arg);
 /* Wait until no reader that started before this call is still inside the registry. */
-void sync_synchronize(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__sync_synchronize(void);
 /* Fork handlers: prepare returns holding the registry lock, parent and child drop it. */
-void sync_fork_prepare(void) __acquires(reg_lock) SEFER_INTERNAL;
-void sync_fork_parent(void) __releases(reg_lock) SEFER_INTERNAL;
-void sync_fork_child(void) __releases(reg_lock) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__sync_fork_prepare(void) __acquires(reg_lock);
+SEFER_INTERNAL void sefer__sync_fork_parent(void) __releases(reg_lock);
+SEFER_INTERNAL void sefer__sync_fork_child(void) __releases(reg_lock);
 
 #endif

@@ -38,7 +38,7 @@ static inline void link_store(struct sync_node *n, struct sync_node *next, memor
 	atomic_store_explicit(&n->next, (struct sync_node __force __sefer_rcu *)next, mo);
 }
 
-void sync_registry_add(struct sync_node *n)
+void sefer__sync_registry_add(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
 	struct sync_node *first = link_load(&registry, memory_order_relaxed);
@@ -51,7 +51,7 @@ void sync_registry_add(struct sync_node *n)
 	spin_unlock(&reg_lock);
 }
 
-void sync_registry_del(struct sync_node *n)
+void sefer__sync_registry_del(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
 	struct sync_node *next = link_load(n, memory_order_relaxed);
@@ -62,7 +62,7 @@ void sync_registry_del(struct sync_node *n)
 	spin_unlock(&reg_lock);
 }
 
-void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
+void sefer__sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 {
 	atomic_fetch_add_explicit(&readers, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in sync_synchronize() (store-buffering, above). */
@@ -76,7 +76,7 @@ void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 	atomic_fetch_sub_explicit(&readers, 1, memory_order_release);
 }
 
-void sync_synchronize(void)
+void sefer__sync_synchronize(void)
 {
 	/* seq_cst fence: the unlink is ordered before the count is read (pairs with the reader's
 	 * fence after its increment), and acquire on the loads pairs with the readers' release. */
@@ -85,17 +85,17 @@ void sync_synchronize(void)
 		cpu_relax();
 }
 
-void sync_fork_prepare(void) __acquires(reg_lock)
+void sefer__sync_fork_prepare(void) __acquires(reg_lock)
 {
 	spin_lock(&reg_lock);
 }
 
-void sync_fork_parent(void) __releases(reg_lock)
+void sefer__sync_fork_parent(void) __releases(reg_lock)
 {
 	spin_unlock(&reg_lock);
 }
 
-void sync_fork_child(void) __releases(reg_lock)
+void sefer__sync_fork_child(void) __releases(reg_lock)
 {
 	spin_reset(&reg_lock);
 	atomic_store_explicit(&readers, 0, memory_order_relaxed);

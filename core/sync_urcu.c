@@ -17,21 +17,21 @@
 static CDS_LIST_HEAD(registry);
 static struct spinlock reg_lock = SPINLOCK_INIT;
 
-void sync_registry_add(struct sync_node *n)
+void sefer__sync_registry_add(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
 	cds_list_add_rcu(&n->l, &registry);
 	spin_unlock(&reg_lock);
 }
 
-void sync_registry_del(struct sync_node *n)
+void sefer__sync_registry_del(struct sync_node *n)
 {
 	spin_lock(&reg_lock);
 	cds_list_del_rcu(&n->l);
 	spin_unlock(&reg_lock);
 }
 
-void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
+void sefer__sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 {
 	struct sync_node *n;
 
@@ -41,24 +41,24 @@ void sync_registry_walk(void (*fn)(struct sync_node *n, void *arg), void *arg)
 	urcu_bp_read_unlock();
 }
 
-void sync_synchronize(void)
+void sefer__sync_synchronize(void)
 {
 	urcu_bp_synchronize_rcu();
 }
 
-void sync_fork_prepare(void) __acquires(reg_lock)
+void sefer__sync_fork_prepare(void) __acquires(reg_lock)
 {
 	spin_lock(&reg_lock);
 	urcu_bp_before_fork();
 }
 
-void sync_fork_parent(void) __releases(reg_lock)
+void sefer__sync_fork_parent(void) __releases(reg_lock)
 {
 	urcu_bp_after_fork_parent();
 	spin_unlock(&reg_lock);
 }
 
-void sync_fork_child(void) __releases(reg_lock)
+void sefer__sync_fork_child(void) __releases(reg_lock)
 {
 	urcu_bp_after_fork_child();
 	spin_reset(&reg_lock);

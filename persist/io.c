@@ -61,7 +61,7 @@ static void undo_clear(sefer_file_t f)
 	nundo = j;
 }
 
-void pio_set_plan(const struct pio_plan *p)
+void sefer__pio_set_plan(const struct pio_plan *p)
 {
 	pmutex_lock(&io_lock);
 	for (size_t i = 0; i < nundo; i++) {
@@ -84,7 +84,7 @@ static int64_t raw_write(sefer_file_t f, const void *buf, size_t len, uint64_t o
 	const uint8_t *p = buf;
 
 	while (len) {
-		int64_t w = sefer_os.pwrite(f, p, len, off);
+		int64_t w = sefer__os.pwrite(f, p, len, off);
 
 		if (w < 0)
 			return w;
@@ -102,7 +102,7 @@ static int raw_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 	uint8_t *p = buf;
 
 	while (len) {
-		int64_t r = sefer_os.pread(f, p, len, off);
+		int64_t r = sefer__os.pread(f, p, len, off);
 
 		if (r < 0)
 			return (int)r;
@@ -140,8 +140,8 @@ static void crash_locked(void) __must_hold(&io_lock)
 		/* A truncate that fails leaves the file longer: a state a real crash can leave
 		 * too (the length was not yet durable). `(void)!`: gcc's warn_unused_result
 		 * ignores a plain (void) cast. */
-		if (sefer_os.file_size(u->f) > (int64_t)u->old_size)
-			(void)!sefer_os.truncate(u->f, u->old_size);
+		if (sefer__os.file_size(u->f) > (int64_t)u->old_size)
+			(void)!sefer__os.truncate(u->f, u->old_size);
 	}
 	for (size_t i = nundo; i > 1; i--) {		/* shuffle */
 		size_t j = rnd() % i;
@@ -176,7 +176,7 @@ static void crash_locked(void) __must_hold(&io_lock)
 	crashed = true;
 }
 
-void pio_crash(void)
+void sefer__pio_crash(void)
 {
 	pmutex_lock(&io_lock);
 	if (!crashed)
@@ -184,7 +184,7 @@ void pio_crash(void)
 	pmutex_unlock(&io_lock);
 }
 
-bool pio_crashed(void)
+bool sefer__pio_crashed(void)
 {
 	bool c;
 
@@ -194,12 +194,12 @@ bool pio_crashed(void)
 	return c;
 }
 
-uint64_t pio_calls(void)
+uint64_t sefer__pio_calls(void)
 {
 	return ncalls;
 }
 
-uint64_t pio_faults(void)
+uint64_t sefer__pio_faults(void)
 {
 	return nfaults;
 }
@@ -227,7 +227,7 @@ static int step(void) __must_hold(&io_lock)
 static void remember(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 {
 	struct undo u = { .f = f, .off = off, .len = len };
-	int64_t sz = sefer_os.file_size(f);
+	int64_t sz = sefer__os.file_size(f);
 
 	u.old_size = sz > 0 ? (uint64_t)sz : 0;
 	u.old = malloc(len);
@@ -254,7 +254,7 @@ static void remember(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 	undo[nundo++] = u;
 }
 
-int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
+int sefer__pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 {
 	int r;
 
@@ -288,7 +288,7 @@ out:
 	return r;
 }
 
-int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
+int sefer__pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 {
 	int r;
 
@@ -304,18 +304,18 @@ int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 	return r ? r : raw_read(f, buf, len, off);
 }
 
-int pio_sync(sefer_file_t f)
+int sefer__pio_sync(sefer_file_t f)
 {
 	int r;
 
 	if (!have_plan)
-		return sefer_os.sync(f);
+		return sefer__os.sync(f);
 	pmutex_lock(&io_lock);
 	r = step();
 	if (r == 1)
 		r = -EIO;	/* a failed sync: the unsynced writes stay undecided */
 	if (r == 0) {
-		r = sefer_os.sync(f);
+		r = sefer__os.sync(f);
 		if (r == 0)
 			undo_clear(f);
 	}
@@ -323,41 +323,41 @@ int pio_sync(sefer_file_t f)
 	return r;
 }
 
-int pio_truncate(sefer_file_t f, uint64_t len)
+int sefer__pio_truncate(sefer_file_t f, uint64_t len)
 {
 	int r;
 
 	if (!have_plan)
-		return sefer_os.truncate(f, len);
+		return sefer__os.truncate(f, len);
 	pmutex_lock(&io_lock);
 	r = step();
 	if (r == 1)
 		r = -EIO;
 	if (r == 0)
-		r = sefer_os.truncate(f, len);
+		r = sefer__os.truncate(f, len);
 	pmutex_unlock(&io_lock);
 	return r;
 }
 
-sefer_file_t pio_open(const char *path, int flags)
+sefer_file_t sefer__pio_open(const char *path, int flags)
 {
-	return sefer_os.open_file(path, flags);
+	return sefer__os.open_file(path, flags);
 }
 
-void pio_close(sefer_file_t f)
+void sefer__pio_close(sefer_file_t f)
 {
 	pmutex_lock(&io_lock);
 	undo_clear(f);
 	pmutex_unlock(&io_lock);
-	sefer_os.close_file(f);
+	sefer__os.close_file(f);
 }
 
-int64_t pio_size(sefer_file_t f)
+int64_t sefer__pio_size(sefer_file_t f)
 {
-	return sefer_os.file_size(f);
+	return sefer__os.file_size(f);
 }
 
-int pio_lock(sefer_file_t f)
+int sefer__pio_lock(sefer_file_t f)
 {
-	return sefer_os.lock_file(f);
+	return sefer__os.lock_file(f);
 }

@@ -22,15 +22,11 @@ S/include, under S or under O/include. An include of a project header inside an 
 header's own guard) is refused: inlining it once would depend on the branch met first.
 
 SEFER_STATIC_ALL (Documentation/vendoring.rst): a program may #include "sefer.c" with
-SEFER_STATIC_ALL defined, making every internal function and object static. C decides an
-identifier's linkage at its first declaration, and the internal ones are declared first in
-headers, where the build leaves them extern (hidden by -fvisibility=hidden or SEFER_INTERNAL).
-So this script puts a macro in front of every file-scope declaration and definition of a
-name the selected sources define with external linkage, unless it is public: SEFER_AMALG_EXTERN replaces `extern`, SEFER_AMALG_LINK
-goes before the others. Both are `static __attribute__((unused))` under SEFER_STATIC_ALL and
-`extern` / nothing otherwise. Public means marked SEFER_API (or a macro that expands to
-visibility("default"), like the malloc face's FACE), or named like a SEFER_API declaration.
-make check-amalgamation proves the result with nm.
+SEFER_STATIC_ALL defined, making every internal function and object static. The sources mark
+each internal declaration (SEFER_INTERNAL, SEFER_INTERNAL_EXTERN: include/sefer/compiler.h),
+and under SEFER_STATIC_ALL those markers are `static`, so this script rewrites no
+declaration; make check-symbols holds the sources to the rule, and make
+check-amalgamation proves the result with nm.
 
 Only the standard library; run with /usr/bin/python3.
 """
@@ -46,7 +42,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from genfile import write_if_changed  # noqa: E402
 
 FEATURE_MACROS = ("_GNU_SOURCE", "_DEFAULT_SOURCE", "_POSIX_C_SOURCE", "_XOPEN_SOURCE")
-SKIP_WORDS = {"typedef", "static", "_Static_assert", "static_assert", "asm", "__asm__"}
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -54,245 +49,9 @@ def die(msg):
     sys.exit("amalgamate.py: " + msg)
 
 
-def blank(text):
-    """text with comments, string and char literals and preprocessor lines turned into
-    spaces (newlines kept), so that offsets match the original; and the list of preprocessor
-    directives as (start, end) offsets."""
-    out = list(text)
-    pp = []
-    i, n = 0, len(text)
-    line_start = True
-    while i < n:
-        c = text[i]
-        if line_start and c == "#":
-            j = i
-            while j < n:
-                k = text.find("\n", j)
-                k = n if k < 0 else k
-                # a comment that starts in a directive may run over lines
-                seg = text[j:k]
-                if "/*" in seg and "*/" not in seg[seg.index("/*"):]:
-                    k = text.find("*/", j + seg.index("/*")) + 2
-                    k = text.find("\n", k)
-                    k = n if k < 0 else k
-                    seg = text[j:k]
-                if seg.endswith("\\"):
-                    j = k + 1
-                    continue
-                j = k
-                break
-            pp.append((i, j))
-            for m in range(i, j):
-                if out[m] != "\n":
-                    out[m] = " "
-            i = j
-            continue
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0:
-                die("unterminated comment")
-            for m in range(i, j + 2):
-                if out[m] != "\n":
-                    out[m] = " "
-            i = j + 2
-            continue
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for m in range(i, j):
-                out[m] = " "
-            i = j
-            continue
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            for m in range(i, min(j + 1, n)):
-                out[m] = " "
-            i = j + 1
-            line_start = False
-            continue
-        if c == "\n":
-            line_start = True
-        elif not c.isspace():
-            line_start = False
-        i += 1
-    return "".join(out), pp
-
-
 def uncomment(directive):
     """A directive's text without its comments, to quote it inside one."""
     return re.sub(r"/\*.*?\*/|//.*$", "", directive).strip()
-
-
-def strip_attributes(s, names=()):
-    """s without __attribute__((...)) groups and the parenthesized uses of names."""
-    pat = re.compile(r"\b(?:__attribute__%s)\s*\(" % "".join("|" + re.escape(n)
-                                                         for n in sorted(names)))
-    while True:
-        m = pat.search(s)
-        if not m:
-            return s
-        depth, j = 0, m.end() - 1
-        while j < len(s):
-            if s[j] == "(":
-                depth += 1
-            elif s[j] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        s = s[:m.start()] + " " + s[j + 1:]
-
-
-def declared_name(head, attr_macros=()):
-    """The identifier a declaration head declares: a pointer to function's (*name) when the
-    head's first parenthesis opens it, else the identifier before the first parenthesis (a
-    function), else the last identifier (an object); annotations (attr_macros) aside. Good
-    enough to match names across declarations."""
-    h = strip_attributes(head, attr_macros).split("=")[0]
-    m = re.match(r"[^(]*\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(", h)
-    if m:
-        return m.group(1)
-    for m in re.finditer(r"([A-Za-z_]\w*)\s*\(", h):
-        if m.group(1) not in ("_Atomic", "__typeof__", "typeof"):
-            return m.group(1)
-    ids = [w for w in IDENT.findall(h.split("[")[0]) if w not in attr_macros]
-    return ids[-1] if ids else None
-
-
-class Linkage:
-    """Finds the file-scope declarations of a file that have external linkage."""
-
-    def __init__(self):
-        self.public_macros = {"SEFER_API"}
-        self.api_names = set()
-        self.defined = set()  # names the selected sources define with external linkage
-        self.attr_macros = {"SEFER_INTERNAL"}  # object-like macros that are attributes
-
-    def learn_macros(self, text, pp):
-        for s, e in pp:
-            d = text[s:e]
-            m = re.match(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)", d, re.S)
-            if not m:
-                continue
-            if 'visibility("default")' in d:
-                self.public_macros.add(m.group(1))
-            # an annotation: expands to attributes or to nothing (__rcu, __must_hold(x))
-            body = uncomment(m.group(3).replace("\\\n", " "))
-            if "__attribute__" in body or not body:
-                self.attr_macros.add(m.group(1))
-
-    def chunks(self, text):
-        """Yield (start, head) for each file-scope declaration or definition; head is the
-        blanked text before its body, initializer or ';'."""
-        clean, pp = blank(text)
-        self.learn_macros(text, pp)
-        i, n = 0, len(clean)
-        start = None
-        paren = brace = 0
-        kind = None  # 'func', 'init', 'aggregate', 'linkage' when a '{' was met at file scope
-        head_end = None
-        linkage_blocks = 0
-        while i < n:
-            c = clean[i]
-            if c.isspace():
-                i += 1
-                continue
-            if start is None and brace == 0 and paren == 0:
-                if c == "}" and linkage_blocks:
-                    linkage_blocks -= 1
-                    i += 1
-                    continue
-                start, kind, head_end = i, None, None
-            if c == "(":
-                paren += 1
-            elif c == ")":
-                paren -= 1
-            elif c == "=" and brace == 0 and paren == 0 and kind is None:
-                kind, head_end = "init", i
-            elif c == "{":
-                if brace == 0 and paren == 0 and kind is None:
-                    head = clean[start:i]
-                    if head.strip() == "extern":
-                        linkage_blocks += 1  # extern "C" {
-                        start = None
-                        i += 1
-                        continue
-                    if re.search(r"\b(struct|union|enum)\b\s*(__attribute__\s*\(\(.*\)\)\s*)?"
-                                 r"(\w+\s*)?$", head):
-                        kind = "aggregate"
-                    else:
-                        kind, head_end = "func", i
-                brace += 1
-            elif c == "}":
-                brace -= 1
-                if brace == 0 and kind == "func":
-                    yield start, clean[start:head_end], kind
-                    start = None
-            elif c == ";" and brace == 0 and paren == 0:
-                if kind == "aggregate":
-                    # struct x {...} declarators; -- what follows the body names objects
-                    body_end = clean.rfind("}", start, i)
-                    tail = strip_attributes(clean[body_end + 1:i])
-                    if IDENT.search(tail):
-                        yield start, clean[start:i], kind
-                else:
-                    yield start, clean[start:head_end if head_end is not None else i], \
-                        kind or "decl"
-                start = None
-            i += 1
-        if brace or paren:
-            die("unbalanced braces or parentheses")
-
-    def is_public(self, text, start, head):
-        ids = set(IDENT.findall(head))
-        if ids & self.public_macros or 'visibility("default")' in text[start:start + len(head)]:
-            return True
-        return declared_name(head, self.attr_macros) in self.api_names
-
-    def collect_api(self, text):
-        for _, head, _ in self.chunks(text):
-            if set(IDENT.findall(head)) & {"SEFER_API"}:
-                name = declared_name(head, self.attr_macros)
-                if name:
-                    self.api_names.add(name)
-
-    def collect_definitions(self, text):
-        """Learn the names text defines with external linkage: functions with a body and
-        objects declared without extern (a tentative definition counts)."""
-        for _, head, kind in self.chunks(text):
-            words = IDENT.findall(strip_attributes(head))
-            if not words or SKIP_WORDS & set(words) or "extern" in words:
-                continue
-            if kind == "aggregate" or re.fullmatch(r"\s*(struct|union|enum)\s+\w+\s*", head):
-                continue
-            name = declared_name(head, self.attr_macros)
-            if name:
-                self.defined.add(name)
-
-    def rewrite(self, text):
-        """text with the linkage macro in front of each internal external-linkage
-        declaration; returns (text, count)."""
-        edits = []
-        for start, head, kind in self.chunks(text):
-            words = IDENT.findall(strip_attributes(head))
-            if not words or SKIP_WORDS & set(words) or kind == "aggregate":
-                continue
-            if re.fullmatch(r"\s*(struct|union|enum)\s+\w+\s*", head):
-                continue  # a tag declared (which may share a name with an object)
-            if declared_name(head, self.attr_macros) not in self.defined:
-                continue  # defined outside sefer (environ)
-            if self.is_public(text, start, head):
-                continue
-            m = re.search(r"\bextern\b", head)
-            if m:
-                edits.append((start + m.start(), start + m.end(), "SEFER_AMALG_EXTERN"))
-            else:
-                edits.append((start, start, "SEFER_AMALG_LINK "))
-        for s, e, repl in reversed(edits):
-            text = text[:s] + repl + text[e:]
-        return text, len(edits)
 
 
 class Amalgamator:
@@ -302,11 +61,9 @@ class Amalgamator:
         self.search = [os.path.join(srctree, "include"), srctree,
                        os.path.join(objtree, "include")]
         self.seen = set()
-        self.linkage = Linkage()
         self.feature_macros = []
         self.hoisted = []
-        self.learning = False
-        self.stats = {"files": 0, "internal": 0}
+        self.files = 0
 
     def name(self, path):
         for root, tag in ((self.objtree, "$(O)"), (self.srctree, "")):
@@ -322,19 +79,14 @@ class Amalgamator:
                 return p
         return None
 
-    def expand(self, path, rewrite=True):
+    def expand(self, path):
         """The text of path with its project includes inlined (each file once) and its
         system includes (with the defines a .c file makes before them) moved to
         self.hoisted."""
         self.seen.add(path)
-        self.stats["files"] += 1
+        self.files += 1
         with open(path) as f:
             text = f.read()
-        if self.learning:
-            self.linkage.collect_definitions(text)
-        elif rewrite:
-            text, n = self.linkage.rewrite(text)
-            self.stats["internal"] += n
         is_header = path.endswith(".h")
         out = ["/* ---- begin %s ---- */\n" % self.name(path)]
         conds = []  # one list per open #if: the conditions of its branches so far
@@ -389,7 +141,7 @@ class Amalgamator:
                 if inc in self.seen:
                     out.append("/* %s: already inlined */\n" % uncomment(s))
                 else:
-                    out.append(self.expand(inc, rewrite))
+                    out.append(self.expand(inc))
                 continue
             m = re.match(r"#\s*define\s+(%s)\b(.*)" % "|".join(FEATURE_MACROS), s)
             if m and not is_header:
@@ -505,22 +257,15 @@ def config_origin(srctree, defconfig):
 LINKAGE_MACROS = r"""
 /*
  * Linkage (Documentation/vendoring.rst). Built as a translation unit of its own, sefer.c
- * gives the public API (SEFER_API) and the internal functions and objects external linkage;
- * SEFER_INTERNAL ones are hidden, compile with -fvisibility=hidden to hide the rest too.
+ * gives the public API (SEFER_API) and the internal functions and objects (sefer__*, marked
+ * SEFER_INTERNAL) external linkage; the internal ones are hidden from a shared library.
  * A program that does  #define SEFER_STATIC_ALL  and  #include "sefer.c"  gets every internal
  * function and object static; the public API stays external unless SEFER_STATIC_API is
  * defined as well. The malloc face (CONFIG_MALLOC_FACE) replaces the process's malloc and
  * cannot be static.
  */
-#ifdef SEFER_STATIC_ALL
-#define SEFER_AMALG_LINK static __attribute__((__unused__))
-#define SEFER_AMALG_EXTERN static __attribute__((__unused__))
-#else
-#if defined(SEFER_STATIC_API)
+#if defined(SEFER_STATIC_API) && !defined(SEFER_STATIC_ALL)
 #error "SEFER_STATIC_API is for a program that includes sefer.c with SEFER_STATIC_ALL"
-#endif
-#define SEFER_AMALG_LINK
-#define SEFER_AMALG_EXTERN extern
 #endif
 #if defined(SEFER_STATIC_API) && defined(CONFIG_MALLOC_FACE)
 #error "SEFER_STATIC_API: the malloc face (CONFIG_MALLOC_FACE) is here and cannot be static"
@@ -560,21 +305,6 @@ def main():
     public = [os.path.join(srctree, "include", "sefer.h")]
     if has_persist:
         public.append(os.path.join(srctree, "include", "sefer", "persist.h"))
-    for p in public:
-        with open(p) as f:
-            am.linkage.collect_api(f.read())
-
-    # Two passes learn, the first the macros (public, attribute-like), the second with all of
-    # them known the names the sources define; the third writes.
-    for _ in range(2):
-        am.linkage.defined = set()
-        am.learning = True
-        am.seen = set()
-        for src in a.sources:
-            am.expand(os.path.join(srctree, src))
-    am.learning = False
-    am.seen, am.hoisted, am.feature_macros = set(), [], []
-    am.stats["files"] = 0
     body = []
     for src in a.sources:
         path = os.path.join(srctree, src)
@@ -614,7 +344,7 @@ def main():
 """ % {"describe": describe, "date": date,
        "origin": ("configs/" + origin) if origin else "a custom configuration",
        "hash": config_hash, "settings": setting_lines, "libs": libs or "(nothing)",
-       "nsrc": len(a.sources), "nfiles": am.stats["files"]}
+       "nsrc": len(a.sources), "nfiles": am.files}
     feat = "".join("#ifndef %s\n#define %s%s\n#endif\n" % (m, m, " " + v if v else "")
                    for m, v in am.feature_macros)
     text = (head
@@ -629,7 +359,7 @@ def main():
             + "\n#pragma GCC diagnostic pop\n")
 
     hdr = Amalgamator(srctree, objtree)
-    hdr_body = "".join(hdr.expand(p, rewrite=False) for p in public)
+    hdr_body = "".join(hdr.expand(p) for p in public)
     hdr_text = ("/* SPDX-License-Identifier: MIT */\n/*\n * sefer public API for the "
                 "amalgamation beside it (sefer.c); generated by scripts/amalgamate.py from "
                 "sefer %s.\n */\n" % describe) + "\n".join(hdr.hoisted) + "\n" + hdr_body
@@ -637,8 +367,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     for name, t in (("sefer.c", text), ("sefer.h", hdr_text)):
         write_if_changed(os.path.join(a.out, name), t, key=undated)
-    print("  AMALG    %s/sefer.c: %d sources, %d files, %d internal declarations" % (
-        os.path.relpath(os.path.abspath(a.out), objtree), len(a.sources), am.stats["files"], am.stats["internal"]))
+    print("  AMALG    %s/sefer.c: %d sources, %d files" % (
+        os.path.relpath(os.path.abspath(a.out), objtree), len(a.sources), am.files))
 
 
 def undated(text):

@@ -10,7 +10,7 @@
 #    __APPLE__ defined, so the Darwin branches of the shared code are the ones compiled.
 #    backends/darwin/shim/ supplies the Darwin-only identifiers (placeholders, see
 #    darwin-shim.h): this checks syntax, types and warnings, NOT Darwin's headers or ABI.
-# 2. The objects are archived and the archive must define sefer_os and the sefer_* API and
+# 2. The objects are archived and the archive must define sefer__os and the sefer_* API and
 #    must not contain a Linux-only call (mbind, getcpu, getrandom, fdatasync).
 # Nothing is linked into a program or run: no Mac is involved.
 set -euo pipefail
@@ -24,7 +24,7 @@ mk=(make -f "$src/Makefile" O="$out" CC=gcc CROSS_COMPILE=)
 	"$out/libsefer.a" >/dev/null
 lib=$out/libsefer.a
 syms=$(nm -g --defined-only "$lib" 2>/dev/null)
-for s in sefer_os sefer_malloc sefer_free posix_reserve posix_thread_exit_hook; do
+for s in sefer__os sefer_malloc sefer_free sefer__posix_reserve sefer__posix_thread_exit_hook; do
 	grep -qw "$s" <<<"$syms" || { echo "darwin build: $s missing from libsefer.a" >&2; exit 1; }
 done
 undef=$(nm -u "$lib" 2>/dev/null | awk '{print $2}' | sort -u)

@@ -28,7 +28,7 @@ static bool darwin_commit(void *addr, size_t size, bool *is_zero)
 {
 	/* DARWIN: undo MADV_FREE_REUSABLE's accounting; harmless on other ranges. */
 	madvise(addr, size, MADV_FREE_REUSE);
-	return posix_commit(addr, size, is_zero);
+	return sefer__posix_commit(addr, size, is_zero);
 }
 
 static bool darwin_purge(void *addr, size_t size, bool eager)
@@ -39,8 +39,8 @@ static bool darwin_purge(void *addr, size_t size, bool eager)
 			return false;
 	}
 	/* Fresh anonymous pages over the range: no RSS, reads as zero, still usable. */
-	return mmap(addr, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0) !=
-	       MAP_FAILED;
+	return mmap(addr, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1,
+		    0) != MAP_FAILED;
 }
 
 static int darwin_current_node(void)
@@ -60,7 +60,7 @@ static uint64_t darwin_thread_id(void)
 
 	/* DARWIN: the system-wide thread id (what Activity Monitor and lldb show). */
 	if (pthread_threadid_np(pthread_self(), &tid) != 0)
-		return posix_thread_id();
+		return sefer__posix_thread_id();
 	return tid;
 }
 
@@ -79,32 +79,32 @@ static bool darwin_secure(void)
 	return issetugid() != 0;
 }
 
-const struct sefer_os_ops sefer_os = {
+SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
 	.name = "darwin",
-	.init = posix_init,
-	.reserve = posix_reserve,
-	.release = posix_release,
+	.init = sefer__posix_init,
+	.reserve = sefer__posix_reserve,
+	.release = sefer__posix_release,
 	.commit = darwin_commit,
-	.decommit = posix_decommit,
-	.protect = posix_protect,
+	.decommit = sefer__posix_decommit,
+	.protect = sefer__posix_protect,
 	.purge = darwin_purge,
 	.bind_node = NULL, /* no NUMA API on Darwin */
 	.current_node = darwin_current_node,
-	.clock_ms = posix_clock_ms,
-	.getenv = posix_getenv,
+	.clock_ms = sefer__posix_clock_ms,
+	.getenv = sefer__posix_getenv,
 	.secure = darwin_secure,
-	.write_err = posix_write_err,
-	.keep_err = posix_keep_err,
+	.write_err = sefer__posix_write_err,
+	.keep_err = sefer__posix_keep_err,
 	.random_bytes = darwin_random_bytes,
-	.thread_exit_hook = posix_thread_exit_hook,
+	.thread_exit_hook = sefer__posix_thread_exit_hook,
 	.thread_id = darwin_thread_id,
-	.yield = posix_yield,
-	.open_file = posix_open_file,
-	.close_file = posix_close_file,
-	.pread = posix_pread,
-	.pwrite = posix_pwrite,
+	.yield = sefer__posix_yield,
+	.open_file = sefer__posix_open_file,
+	.close_file = sefer__posix_close_file,
+	.pread = sefer__posix_pread,
+	.pwrite = sefer__posix_pwrite,
 	.sync = darwin_sync,
-	.truncate = posix_truncate,
-	.file_size = posix_file_size,
-	.lock_file = posix_lock_file,
+	.truncate = sefer__posix_truncate,
+	.file_size = sefer__posix_file_size,
+	.lock_file = sefer__posix_lock_file,
 };

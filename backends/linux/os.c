@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The Linux backend: the POSIX part (backends/posix/) plus madvise purging, mbind NUMA
- * binding, getcpu, getrandom, fdatasync and AT_SECURE. See include/sefer/os.h for each op's contract.
+ * binding, getcpu, getrandom, fdatasync and AT_SECURE. See include/sefer/os.h for each op's
+ * contract.
  *
  * mbind is called through syscall(2) with the constants from <numaif.h>, so the core does not
  * link libnuma (whose constructor allocates through malloc while the process starts).
@@ -37,7 +38,7 @@ static size_t page_size = 4096;
 
 static void linux_init(struct sefer_os_info *info)
 {
-	posix_init(info);
+	sefer__posix_init(info);
 	page_size = info->page_size;
 	/* Count nodes without libnuma: probe /sys node directories with access(2). */
 	static const char base[] = "/sys/devices/system/node/node";
@@ -165,7 +166,8 @@ static int linux_sync(sefer_file_t f)
 /* Report a large block's pages left split between two places, and abort (see remap in os.h). */
 static void split_pages(void)
 {
-	static const char msg[] = "sefer: mremap failed moving pages back; a large block is split\n";
+	static const char msg[] =
+		"sefer: mremap failed moving pages back; a large block is split\n";
 
 	if (write(2, msg, sizeof(msg) - 1) < 0) {
 		/* nothing more to say */
@@ -194,7 +196,8 @@ static int move_steps(uint8_t *from, size_t old_size, uint8_t *to, size_t new_si
 
 	for (off = 0; off + OS_STEP < old_size; off += OS_STEP)
 		if (mremap(from + off, OS_STEP, OS_STEP,
-			   MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to + off) == MAP_FAILED)
+			   MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			   to + off) == MAP_FAILED)
 			break;
 	if (off + OS_STEP >= old_size &&
 	    mremap(from + off, old_size - off, new_size - off, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -234,7 +237,7 @@ static void *linux_remap(void *addr, size_t old_size, size_t new_size, size_t al
 	p = mremap(addr, old_size, new_size, 0);
 	if (p != MAP_FAILED)
 		return p;
-	dst = posix_reserve(new_size, align, SEFER_NO_NODE);
+	dst = sefer__posix_reserve(new_size, align, SEFER_NO_NODE);
 	if (!dst)
 		return NULL;
 	moved = move_steps(addr, old_size, dst, new_size);
@@ -254,34 +257,34 @@ static bool linux_secure(void)
 	return getauxval(AT_SECURE) != 0;
 }
 
-const struct sefer_os_ops sefer_os = {
+SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
 	.name = "linux",
 	.init = linux_init,
-	.reserve = posix_reserve,
+	.reserve = sefer__posix_reserve,
 	.release = linux_release,
 	.remap = linux_remap,
-	.commit = posix_commit,
-	.decommit = posix_decommit,
-	.protect = posix_protect,
+	.commit = sefer__posix_commit,
+	.decommit = sefer__posix_decommit,
+	.protect = sefer__posix_protect,
 	.purge = linux_purge,
 	.populate = linux_populate,
 	.bind_node = linux_bind_node,
 	.current_node = linux_current_node,
-	.clock_ms = posix_clock_ms,
-	.getenv = posix_getenv,
+	.clock_ms = sefer__posix_clock_ms,
+	.getenv = sefer__posix_getenv,
 	.secure = linux_secure,
-	.write_err = posix_write_err,
-	.keep_err = posix_keep_err,
+	.write_err = sefer__posix_write_err,
+	.keep_err = sefer__posix_keep_err,
 	.random_bytes = linux_random_bytes,
-	.thread_exit_hook = posix_thread_exit_hook,
+	.thread_exit_hook = sefer__posix_thread_exit_hook,
 	.thread_id = linux_thread_id,
-	.yield = posix_yield,
-	.open_file = posix_open_file,
-	.close_file = posix_close_file,
-	.pread = posix_pread,
-	.pwrite = posix_pwrite,
+	.yield = sefer__posix_yield,
+	.open_file = sefer__posix_open_file,
+	.close_file = sefer__posix_close_file,
+	.pread = sefer__posix_pread,
+	.pwrite = sefer__posix_pwrite,
 	.sync = linux_sync,
-	.truncate = posix_truncate,
-	.file_size = posix_file_size,
-	.lock_file = posix_lock_file,
+	.truncate = sefer__posix_truncate,
+	.file_size = sefer__posix_file_size,
+	.lock_file = sefer__posix_lock_file,
 };

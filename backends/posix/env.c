@@ -34,7 +34,7 @@ extern char **environ;
 #define SEFER_CLOCK CLOCK_MONOTONIC
 #endif
 
-uint64_t posix_clock_ms(void)
+uint64_t sefer__posix_clock_ms(void)
 {
 	struct timespec ts;
 
@@ -42,7 +42,7 @@ uint64_t posix_clock_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-bool posix_getenv(const char *name, char *buf, size_t len)
+bool sefer__posix_getenv(const char *name, char *buf, size_t len)
 {
 	size_t n = strlen(name);
 
@@ -64,7 +64,7 @@ bool posix_getenv(const char *name, char *buf, size_t len)
 
 static int err_fd = STDERR_FILENO;
 
-void posix_keep_err(void)
+void sefer__posix_keep_err(void)
 {
 	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
 
@@ -72,7 +72,7 @@ void posix_keep_err(void)
 		err_fd = fd;
 }
 
-void posix_write_err(const char *msg, size_t len)
+void sefer__posix_write_err(const char *msg, size_t len)
 {
 	while (len) {
 		ssize_t w = write(err_fd, msg, len);
@@ -101,19 +101,19 @@ static void exit_key_init(void)
 	pthread_key_create(&exit_key, exit_trampoline);
 }
 
-bool posix_thread_exit_hook(void (*fn)(void *), void *arg)
+bool sefer__posix_thread_exit_hook(void (*fn)(void *), void *arg)
 {
 	pthread_once(&exit_once, exit_key_init);
 	atomic_store_explicit(&exit_fn, fn, memory_order_relaxed);
 	return pthread_setspecific(exit_key, arg) == 0;
 }
 
-uint64_t posix_thread_id(void)
+uint64_t sefer__posix_thread_id(void)
 {
 	return (uint64_t)(uintptr_t)pthread_self();
 }
 
-void posix_yield(void)
+void sefer__posix_yield(void)
 {
 	sched_yield();
 }

@@ -39,7 +39,7 @@ static int sync_parent_dir(const char *path)
 	return r;
 }
 
-sefer_file_t posix_open_file(const char *path, int flags)
+sefer_file_t sefer__posix_open_file(const char *path, int flags)
 {
 	int oflags = O_RDWR | O_CLOEXEC;
 	int fd, r;
@@ -54,18 +54,18 @@ sefer_file_t posix_open_file(const char *path, int flags)
 	if ((flags & SEFER_OPEN_CREATE) && (r = sync_parent_dir(path))) {
 		close(fd);
 		if (flags & SEFER_OPEN_EXCL)
-			unlink(path);		/* ours: do not leave a file we could not make durable */
+			unlink(path); /* ours: do not leave a file we could not make durable */
 		return r;
 	}
 	return fd;
 }
 
-void posix_close_file(sefer_file_t f)
+void sefer__posix_close_file(sefer_file_t f)
 {
 	close((int)f);
 }
 
-int64_t posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off)
+int64_t sefer__posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off)
 {
 	ssize_t r;
 
@@ -75,7 +75,7 @@ int64_t posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off)
 	return r < 0 ? -errno : r;
 }
 
-int64_t posix_pwrite(sefer_file_t f, const void *buf, size_t len, uint64_t off)
+int64_t sefer__posix_pwrite(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 {
 	ssize_t r;
 
@@ -85,19 +85,19 @@ int64_t posix_pwrite(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 	return r < 0 ? -errno : r;
 }
 
-int posix_truncate(sefer_file_t f, uint64_t len)
+int sefer__posix_truncate(sefer_file_t f, uint64_t len)
 {
 	return ftruncate((int)f, (off_t)len) ? -errno : 0;
 }
 
-int64_t posix_file_size(sefer_file_t f)
+int64_t sefer__posix_file_size(sefer_file_t f)
 {
 	struct stat st;
 
 	return fstat((int)f, &st) ? -errno : (int64_t)st.st_size;
 }
 
-int posix_lock_file(sefer_file_t f)
+int sefer__posix_lock_file(sefer_file_t f)
 {
 	if (flock((int)f, LOCK_EX | LOCK_NB) == 0)
 		return 0;

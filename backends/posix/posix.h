@@ -9,26 +9,27 @@
 
 #include <sefer/os.h>
 
-void posix_init(struct sefer_os_info *info);
-void *posix_reserve(size_t size, size_t align, int node);
-void posix_release(void *addr, size_t size);
-bool posix_commit(void *addr, size_t size, bool *is_zero);
-bool posix_decommit(void *addr, size_t size);
-bool posix_protect(void *addr, size_t size, bool none);
-uint64_t posix_clock_ms(void);
-bool posix_getenv(const char *name, char *buf, size_t len);
-void posix_write_err(const char *msg, size_t len);
-void posix_keep_err(void);
-bool posix_thread_exit_hook(void (*fn)(void *), void *arg);
-uint64_t posix_thread_id(void);
-void posix_yield(void);
+SEFER_INTERNAL void sefer__posix_init(struct sefer_os_info *info);
+SEFER_INTERNAL void *sefer__posix_reserve(size_t size, size_t align, int node);
+SEFER_INTERNAL void sefer__posix_release(void *addr, size_t size);
+SEFER_INTERNAL bool sefer__posix_commit(void *addr, size_t size, bool *is_zero);
+SEFER_INTERNAL bool sefer__posix_decommit(void *addr, size_t size);
+SEFER_INTERNAL bool sefer__posix_protect(void *addr, size_t size, bool none);
+SEFER_INTERNAL uint64_t sefer__posix_clock_ms(void);
+SEFER_INTERNAL bool sefer__posix_getenv(const char *name, char *buf, size_t len);
+SEFER_INTERNAL void sefer__posix_write_err(const char *msg, size_t len);
+SEFER_INTERNAL void sefer__posix_keep_err(void);
+SEFER_INTERNAL bool sefer__posix_thread_exit_hook(void (*fn)(void *), void *arg);
+SEFER_INTERNAL uint64_t sefer__posix_thread_id(void);
+SEFER_INTERNAL void sefer__posix_yield(void);
 
-sefer_file_t posix_open_file(const char *path, int flags);
-void posix_close_file(sefer_file_t f);
-int64_t posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off);
-int64_t posix_pwrite(sefer_file_t f, const void *buf, size_t len, uint64_t off);
-int posix_truncate(sefer_file_t f, uint64_t len);
-int64_t posix_file_size(sefer_file_t f);
-int posix_lock_file(sefer_file_t f);
+SEFER_INTERNAL sefer_file_t sefer__posix_open_file(const char *path, int flags);
+SEFER_INTERNAL void sefer__posix_close_file(sefer_file_t f);
+SEFER_INTERNAL int64_t sefer__posix_pread(sefer_file_t f, void *buf, size_t len, uint64_t off);
+SEFER_INTERNAL int64_t sefer__posix_pwrite(sefer_file_t f, const void *buf, size_t len,
+					   uint64_t off);
+SEFER_INTERNAL int sefer__posix_truncate(sefer_file_t f, uint64_t len);
+SEFER_INTERNAL int64_t sefer__posix_file_size(sefer_file_t f);
+SEFER_INTERNAL int sefer__posix_lock_file(sefer_file_t f);
 
 #endif

@@ -7,11 +7,11 @@
  * syscall) and otherwise maps size + align and unmaps the unaligned head and tail (three).
  *
  * The hint starts in a range that top-down mmap does not reach on a 64-bit address space
- * (HINT_BASE plus an offset from the library's load address; not with CONFIG_HARDENED), so thread stacks, files and
- * the program's own maps, placed below the lowest mapping, do not take the addresses the next
- * segment wants (the hint used to follow the first over-mapped segment, into the gap left
- * below the mapping above it, and fail at each thread's first segments). A reservation claims
- * its range by one CAS on the hint before it maps, so two threads never ask for the same
+ * (HINT_BASE plus an offset from the library's load address; not with CONFIG_HARDENED), so thread
+ * stacks, files and the program's own maps, placed below the lowest mapping, do not take the
+ * addresses the next segment wants (the hint used to follow the first over-mapped segment, into the
+ * gap left below the mapping above it, and fail at each thread's first segments). A reservation
+ * claims its range by one CAS on the hint before it maps, so two threads never ask for the same
  * address. When the kernel puts the mapping elsewhere (the range is taken, outside a smaller
  * address space, or a sanitizer's runtime moved the hint) it is unmapped, the reservation
  * over-maps, and the hint follows that result, as it always did. Page-aligned reservations
@@ -55,7 +55,7 @@ static uintptr_t hint_first(void)
 	return (uintptr_t)(HINT_BASE + ((mix >> 46) << 22));
 }
 
-void posix_init(struct sefer_os_info *info)
+void sefer__posix_init(struct sefer_os_info *info)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 
@@ -70,8 +70,8 @@ void posix_init(struct sefer_os_info *info)
 
 static void *map(void *hint, size_t size)
 {
-	void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	void *p = mmap(hint, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
@@ -98,7 +98,7 @@ static uintptr_t hint_claim(size_t size, size_t align)
 	return start;
 }
 
-void *posix_reserve(size_t size, size_t align, int node)
+void *sefer__posix_reserve(size_t size, size_t align, int node)
 {
 	uintptr_t start;
 	void *p;
@@ -129,27 +129,28 @@ void *posix_reserve(size_t size, size_t align, int node)
 	return (void *)start;
 }
 
-void posix_release(void *addr, size_t size)
+void sefer__posix_release(void *addr, size_t size)
 {
 	munmap(addr, size);
 }
 
-bool posix_commit(void *addr, size_t size, bool *is_zero)
+bool sefer__posix_commit(void *addr, size_t size, bool *is_zero)
 {
 	*is_zero = false;
 	return mprotect(addr, size, PROT_READ | PROT_WRITE) == 0;
 }
 
-bool posix_protect(void *addr, size_t size, bool none)
+bool sefer__posix_protect(void *addr, size_t size, bool none)
 {
 	return mprotect(addr, size, none ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
 }
 
-bool posix_decommit(void *addr, size_t size)
+bool sefer__posix_decommit(void *addr, size_t size)
 {
-	/* Fresh anonymous pages replace the range: reads as zero, no RSS, no access until commit. */
-	void *p = mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	/* Fresh anonymous pages replace the range: reads as zero, no RSS, no access until commit.
+	 */
+	void *p = mmap(addr, size, PROT_NONE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p != MAP_FAILED;
 }

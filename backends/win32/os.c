@@ -116,7 +116,8 @@ static void *win32_reserve(size_t size, size_t align, int node)
 	if (hint && !(hint & (align - 1))) {
 		p = valloc((void *)hint, size, MEM_RESERVE | MEM_COMMIT, node);
 		if (p) {
-			atomic_store_explicit(&next_hint, (uintptr_t)p + size, memory_order_relaxed);
+			atomic_store_explicit(&next_hint, (uintptr_t)p + size,
+					      memory_order_relaxed);
 			return p;
 		}
 	}
@@ -144,7 +145,8 @@ static void win32_release(void *addr, size_t size)
 	(void)size;
 	for (int i = 0; i < SLACK_SLOTS; i++) {
 		/* acquire: pairs with the release in reserve_slack, so base is the one stored. */
-		if (atomic_load_explicit(&slack[i].aligned, memory_order_acquire) == (uintptr_t)addr) {
+		if (atomic_load_explicit(&slack[i].aligned, memory_order_acquire) ==
+		    (uintptr_t)addr) {
 			VirtualFree((void *)slack[i].base, 0, MEM_RELEASE);
 			atomic_store_explicit(&slack[i].aligned, 0, memory_order_relaxed);
 			return;
@@ -239,10 +241,12 @@ static bool win32_getenv(const char *name, char *buf, size_t len)
 		return GetLastError() != ERROR_ENVVAR_NOT_FOUND; /* set but empty */
 	}
 	if (n >= len) {
-		/* Too long: buf is unspecified; fetch a truncated copy through a bounded stack buffer. */
+		/* Too long: buf is unspecified; fetch a truncated copy through a bounded stack
+		 * buffer. */
 		char tmp[1024];
 
-		if (n < sizeof(tmp) && GetEnvironmentVariableA(name, tmp, sizeof(tmp)) < sizeof(tmp)) {
+		if (n < sizeof(tmp) &&
+		    GetEnvironmentVariableA(name, tmp, sizeof(tmp)) < sizeof(tmp)) {
 			size_t i;
 
 			for (i = 0; i + 1 < len && tmp[i]; i++)
@@ -457,7 +461,7 @@ static int win32_lock_file(sefer_file_t f)
 	return GetLastError() == ERROR_LOCK_VIOLATION ? -EWOULDBLOCK : werr();
 }
 
-const struct sefer_os_ops sefer_os = {
+SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
 	.name = "win32",
 	.init = win32_init,
 	.reserve = win32_reserve,

@@ -76,10 +76,14 @@
  *                          and an object's definition
  *   SEFER_INTERNAL_EXTERN  an object's declaration in a header
  *
- * PE has no ELF visibility (only dllexport'ed symbols leave the DLL); under SEFER_STATIC_ALL
- * the amalgamation makes these static (scripts/amalgamate.py, Documentation/vendoring.rst). make check-symbols holds every object file and library to the rule with nm.
+ * Under SEFER_STATIC_ALL (a program that #includes the amalgamation, Documentation/
+ * vendoring.rst) both are `static`; PE has no ELF visibility (only dllexport'ed symbols leave
+ * the DLL). make check-symbols holds the libraries and the amalgamation to the rule with nm.
  */
-#if defined(SEFER_STATIC_ALL) || defined(_WIN32)
+#if defined(SEFER_STATIC_ALL)
+#define SEFER_INTERNAL static __attribute__((__unused__))
+#define SEFER_INTERNAL_EXTERN static __attribute__((__unused__))
+#elif defined(_WIN32)
 #define SEFER_INTERNAL
 #define SEFER_INTERNAL_EXTERN extern
 #else

@@ -202,6 +202,6 @@ struct sefer_os_ops {
 };
 
 /* The selected backend, defined in backends/<os>/. */
-extern const struct sefer_os_ops sefer_os;
+SEFER_INTERNAL_EXTERN const struct sefer_os_ops sefer__os;
 
 #endif /* SEFER_OS_H */

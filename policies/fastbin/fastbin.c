@@ -6,7 +6,7 @@
  */
 #include "core/heap.h"
 
-void fastbin_heap_exit(struct heap *h)
+void sefer__fastbin_heap_exit(struct heap *h)
 {
 	struct fastbin_heap *fb = &h->policy.fastbin;
 

@@ -21,7 +21,7 @@ struct fastbin_heap {
 
 static inline void *fastbin_small_alloc(struct heap *h, size_t size);
 static inline bool fastbin_small_free(struct heap *h, struct page *pg, void *p);
-void fastbin_heap_exit(struct heap *h) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__fastbin_heap_exit(struct heap *h);
 
 /*
  * Included (through include/generated/policies.h) only when CONFIG_POLICY_FASTBIN=y. Fills the
@@ -30,7 +30,7 @@ void fastbin_heap_exit(struct heap *h) SEFER_INTERNAL;
  */
 static const struct sefer_policy_ops policy_fastbin = {
 	.name = "fastbin",
-	.heap_exit = fastbin_heap_exit,
+	.heap_exit = sefer__fastbin_heap_exit,
 	.small_alloc = fastbin_small_alloc,
 	.small_free = fastbin_small_free,
 };

@@ -25,13 +25,13 @@
  *    bound;
  *  - a segment is reused as it is only for a request with size <= usable <= 2 * size, or (at
  *    the default alignment) with usable - size <= HIT_SLACK and usable <= REGROW_ROOM times
- *    the room of a segment mapped for the request (fits_as_is), where usable is what the segment offers at the request's
- *    alignment (the block is re-placed): a buffer that a program regrows by realloc from a
- *    fraction of its last size gets its old pages back to grow into, where a shrink and a
- *    regrowth would fault them in again (sqlite3's sorter: 128 KiB -> 256 KiB -> 512 KiB,
- *    freed, and again), at most HIT_SLACK unused per block;
- *    when none is, the core resizes one where it can (segment_resize_large: its pages move,
- *    a shrink gives the rest back), which leaves the cache like a hit (resize_one);
+ *    the room of a segment mapped for the request (fits_as_is), where usable is what the segment
+ * offers at the request's alignment (the block is re-placed): a buffer that a program regrows by
+ * realloc from a fraction of its last size gets its old pages back to grow into, where a shrink and
+ * a regrowth would fault them in again (sqlite3's sorter: 128 KiB -> 256 KiB -> 512 KiB, freed, and
+ * again), at most HIT_SLACK unused per block; when none is, the core resizes one where it can
+ * (segment_resize_large: its pages move, a shrink gives the rest back), which leaves the cache like
+ * a hit (resize_one);
  *  - a realloc growing a block (large_regrow) takes the smallest segment with
  *    size <= usable <= REGROW_ROOM * size: the block grows into the rest without a fault, and
  *    at most REGROW_ROOM - 1 parts in REGROW_ROOM of what the cache held stay mapped unused
@@ -72,12 +72,12 @@
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
 #define HIT_SLACK ((size_t)1 << 20) /* a hit over twice a request leaves at most 1 MiB unused */
 
-struct large_cache_options large_cache_opt = {
+SEFER_INTERNAL struct large_cache_options sefer__large_cache_opt = {
 	.budget = UINT64_MAX,
 	.headroom = (uint64_t)16 << 20,
 };
 
-uint64_t (*large_cache_clock)(void);
+SEFER_INTERNAL uint64_t (*sefer__large_cache_clock)(void);
 
 static atomic_bool closed;
 static atomic_size_t cached_total; /* bytes in every heap's cache (not in inboxes) */
@@ -88,22 +88,22 @@ static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done
 
 static uint64_t now_ms(void)
 {
-	return large_cache_clock ? large_cache_clock() : sefer_os.clock_ms();
+	return sefer__large_cache_clock ? sefer__large_cache_clock() : sefer__os.clock_ms();
 }
 
-void large_cache_read_options(void)
+void sefer__large_cache_read_options(void)
 {
-	option_size("LARGE_CACHE_BUDGET", &large_cache_opt.budget);
-	option_size("LARGE_CACHE_HEADROOM", &large_cache_opt.headroom);
+	sefer__option_size("LARGE_CACHE_BUDGET", &sefer__large_cache_opt.budget);
+	sefer__option_size("LARGE_CACHE_HEADROOM", &sefer__large_cache_opt.headroom);
 }
 
-bool large_cache_init(void)
+bool sefer__large_cache_init(void)
 {
-	large_cache_read_options();
+	sefer__large_cache_read_options();
 	return true;
 }
 
-size_t large_cache_published(void)
+size_t sefer__large_cache_published(void)
 {
 	return atomic_load_explicit(&cached_total, memory_order_relaxed);
 }
@@ -111,7 +111,7 @@ size_t large_cache_published(void)
 /* The bytes of every heap's cache as far as c's heap knows: the published ones and its own tail. */
 static size_t cached_view(const struct large_cache_heap *c)
 {
-	return large_cache_published() + c->unpublished;
+	return sefer__large_cache_published() + c->unpublished;
 }
 
 static void unlink_seg(struct large_cache_heap *c, struct segment *s)
@@ -156,7 +156,7 @@ static void evict_oldest(struct large_cache_heap *c)
 
 	unlink_seg(c, s);
 	c->evictions++;
-	segment_release(s);
+	sefer__segment_release(s);
 }
 
 static uint64_t shrink(uint64_t excess, uint64_t steps)
@@ -171,7 +171,7 @@ static uint64_t shrink(uint64_t excess, uint64_t steps)
 /* Lazy decay of the bytes above headroom (see the invariants). */
 static void decay(struct large_cache_heap *c)
 {
-	uint64_t headroom = large_cache_opt.headroom, now, steps;
+	uint64_t headroom = sefer__large_cache_opt.headroom, now, steps;
 
 	if (c->bytes <= headroom) {
 		c->decay_ms = 0;
@@ -203,7 +203,7 @@ static bool hand_back(struct heap *owner, struct segment *s)
 
 	/* s->size <= budget (checked by the caller), so this cannot wrap */
 	if (atomic_fetch_add_explicit(&r->inbox_bytes, s->size, memory_order_relaxed) >
-	    large_cache_opt.budget - s->size)
+	    sefer__large_cache_opt.budget - s->size)
 		goto refused;
 	head = atomic_load_explicit(&r->inbox, memory_order_relaxed);
 	do {
@@ -240,7 +240,7 @@ static void take_handoffs(struct heap *h)
 		c->handoffs++;
 		s = next;
 	}
-	while (c->bytes > large_cache_opt.budget)
+	while (c->bytes > sefer__large_cache_opt.budget)
 		evict_oldest(c);
 }
 
@@ -251,11 +251,12 @@ static void take_handoffs(struct heap *h)
  */
 static size_t cache_cap(void)
 {
-	size_t mapped = atomic_load_explicit(&sefer_large_mapped, memory_order_relaxed);
-	size_t cached = large_cache_published();
+	size_t mapped = atomic_load_explicit(&sefer__large_mapped, memory_order_relaxed);
+	size_t cached = sefer__large_cache_published();
 	size_t live = (mapped > cached ? mapped - cached : 0) / LIVE_SHARE;
 
-	return live > large_cache_opt.headroom ? live : (size_t)large_cache_opt.headroom;
+	return live > sefer__large_cache_opt.headroom ? live
+						      : (size_t)sefer__large_cache_opt.headroom;
 }
 
 /*
@@ -316,7 +317,7 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	size_t old = s->size;
 
 	unlink_seg(c, s);
-	r = segment_resize_large(s, size, align);
+	r = sefer__segment_resize_large(s, size, align);
 	if (!r)
 		append(c, s); /* back, as the newest: it was kept for a request and may be wanted */
 	else if (r->size > old)
@@ -324,7 +325,7 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	return r;
 }
 
-struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
+struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
@@ -367,7 +368,7 @@ struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, siz
 	return NULL;
 }
 
-struct segment *large_cache_regrow(struct heap *h, size_t size)
+struct segment *sefer__large_cache_regrow(struct heap *h, size_t size)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(0), best_room = 0;
@@ -395,19 +396,20 @@ struct segment *large_cache_regrow(struct heap *h, size_t size)
 	return best;
 }
 
-bool large_cache_free(struct heap *h, struct segment *s)
+bool sefer__large_cache_free(struct heap *h, struct segment *s)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	struct heap *owner = s->large_heap;
 
-	if (atomic_load_explicit(&closed, memory_order_relaxed) || s->size > large_cache_opt.budget)
+	if (atomic_load_explicit(&closed, memory_order_relaxed) ||
+	    s->size > sefer__large_cache_opt.budget)
 		return false;
-	if (owner != h && owner && owner != &heap_empty && hand_back(owner, s))
+	if (owner != h && owner && owner != &sefer__heap_empty && hand_back(owner, s))
 		return true;
-	if (h == &heap_empty || !h->live)
+	if (h == &sefer__heap_empty || !h->live)
 		return false;
 	append(c, s);
-	while (c->bytes > large_cache_opt.budget)
+	while (c->bytes > sefer__large_cache_opt.budget)
 		evict_oldest(c);
 	while (c->count > 1 && cached_view(c) > cache_cap())
 		evict_oldest(c);
@@ -415,7 +417,7 @@ bool large_cache_free(struct heap *h, struct segment *s)
 	return true;
 }
 
-void large_cache_heap_exit(struct heap *h)
+void sefer__large_cache_heap_exit(struct heap *h)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	struct large_cache_remote *r = &h->policy_remote.large_cache;
@@ -426,7 +428,7 @@ void large_cache_heap_exit(struct heap *h)
 		struct segment *next = s->next;
 
 		atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);
-		segment_release(s);
+		sefer__segment_release(s);
 		s = next;
 	}
 	while (c->head)
@@ -442,7 +444,7 @@ void large_cache_heap_exit(struct heap *h)
 }
 
 /* sefer_collect(): force empties the cache (counted as evictions), else the decay runs now. */
-void large_cache_collect(struct heap *h, bool force)
+void sefer__large_cache_collect(struct heap *h, bool force)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 
@@ -466,8 +468,8 @@ __attribute__((destructor)) static void large_cache_exit(void)
 	struct heap *h = heap_get();
 
 	atomic_store_explicit(&closed, true, memory_order_relaxed);
-	if (h != &heap_empty)
-		large_cache_heap_exit(h);
+	if (h != &sefer__heap_empty)
+		sefer__large_cache_heap_exit(h);
 }
 
 struct lc_sum {
@@ -489,7 +491,7 @@ static void add_heap(struct heap *h, void *arg)
 	sum->count += c->count;
 }
 
-void large_cache_print_stats(void)
+void sefer__large_cache_print_stats(void)
 {
 	struct lc_sum sum = {
 		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions),
@@ -497,8 +499,8 @@ void large_cache_print_stats(void)
 		0, 0,
 	};
 
-	heap_visit_all(add_heap, &sum);
-	sefer_message("large_cache: hits %llu, resized %llu, regrown %llu, misses %llu, evictions "
+	sefer__heap_visit_all(add_heap, &sum);
+	sefer__message("large_cache: hits %llu, resized %llu, regrown %llu, misses %llu, evictions "
 		      "%llu, handed back %llu, cached %llu KiB in %llu", sum.hits, sum.resizes,
 		      sum.regrows, sum.misses, sum.evictions, sum.handoffs, sum.bytes >> 10,
 		      sum.count);

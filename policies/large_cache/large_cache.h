@@ -18,7 +18,7 @@ struct large_cache_heap {
 	size_t bytes;		     /* mapped bytes of the cached segments */
 	size_t unpublished;	     /* tail's bytes, not yet in cached_total (or 0): see .c */
 	size_t count;
-	uint64_t decay_ms;	     /* start of the current decay step; 0 while bytes <= headroom */
+	uint64_t decay_ms; /* start of the current decay step; 0 while bytes <= headroom */
 	uint64_t hits, misses, evictions, handoffs;
 	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
 	uint64_t regrows; /* realloc growths served with room to grow further (large_regrow) */
@@ -39,21 +39,21 @@ struct large_cache_options {
 	uint64_t headroom;
 };
 
-extern struct large_cache_options large_cache_opt SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN struct large_cache_options sefer__large_cache_opt;
 /* Test hook: the clock the decay reads (NULL: sefer_os.clock_ms). */
-extern uint64_t (*large_cache_clock)(void) SEFER_INTERNAL;
+SEFER_INTERNAL_EXTERN uint64_t (*sefer__large_cache_clock)(void);
 /* Test hook: the cached bytes published to all heaps (cached_total, see large_cache.c). */
-size_t large_cache_published(void) SEFER_INTERNAL;
+SEFER_INTERNAL size_t sefer__large_cache_published(void);
 
-void large_cache_read_options(void) SEFER_INTERNAL;
-__must_check bool large_cache_init(void) SEFER_INTERNAL;
-void large_cache_heap_exit(struct heap *h) SEFER_INTERNAL;
-void large_cache_collect(struct heap *h, bool force) SEFER_INTERNAL;
-struct segment *large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
-	SEFER_INTERNAL;
-__must_check bool large_cache_free(struct heap *h, struct segment *s) SEFER_INTERNAL;
-struct segment *large_cache_regrow(struct heap *h, size_t size) SEFER_INTERNAL;
-void large_cache_print_stats(void) SEFER_INTERNAL;
+SEFER_INTERNAL void sefer__large_cache_read_options(void);
+SEFER_INTERNAL __must_check bool sefer__large_cache_init(void);
+SEFER_INTERNAL void sefer__large_cache_heap_exit(struct heap *h);
+SEFER_INTERNAL void sefer__large_cache_collect(struct heap *h, bool force);
+SEFER_INTERNAL struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align,
+							size_t *dirty);
+SEFER_INTERNAL __must_check bool sefer__large_cache_free(struct heap *h, struct segment *s);
+SEFER_INTERNAL struct segment *sefer__large_cache_regrow(struct heap *h, size_t size);
+SEFER_INTERNAL void sefer__large_cache_print_stats(void);
 
 /*
  * Included (through include/generated/policies.h) only when CONFIG_POLICY_LARGE_CACHE=y.
@@ -61,13 +61,13 @@ void large_cache_print_stats(void) SEFER_INTERNAL;
  */
 static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
-	.init = large_cache_init,
-	.heap_exit = large_cache_heap_exit,
-	.collect = large_cache_collect,
-	.large_alloc = large_cache_alloc,
-	.large_free = large_cache_free,
-	.large_regrow = large_cache_regrow,
-	.print_stats = large_cache_print_stats,
+	.init = sefer__large_cache_init,
+	.heap_exit = sefer__large_cache_heap_exit,
+	.collect = sefer__large_cache_collect,
+	.large_alloc = sefer__large_cache_alloc,
+	.large_free = sefer__large_cache_free,
+	.large_regrow = sefer__large_cache_regrow,
+	.print_stats = sefer__large_cache_print_stats,
 };
 
 #endif

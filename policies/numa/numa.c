@@ -43,45 +43,45 @@ static int current_node(void)
 
 	return getcpu(&cpu, &node) ? SEFER_NO_NODE : (int)node;
 #else
-	return sefer_os.current_node();
+	return sefer__os.current_node();
 #endif
 }
 
-int numa_segment_node(struct heap *h)
+int sefer__numa_segment_node(struct heap *h)
 {
 	(void)h;
 	return numa_on ? current_node() : SEFER_NO_NODE;
 }
 
-bool numa_policy_init(void)
+bool sefer__numa_policy_init(void)
 {
-	numa_on = sefer_os.current_node && sefer_os.bind_node && current_node() != SEFER_NO_NODE;
-	if (!numa_on && sefer_opt.verbose)
-		sefer_message("numa: the backend reports no node for this CPU; policy off");
+	numa_on = sefer__os.current_node && sefer__os.bind_node && current_node() != SEFER_NO_NODE;
+	if (!numa_on && sefer__opt.verbose)
+		sefer__message("numa: the backend reports no node for this CPU; policy off");
 	return numa_on;
 }
 
-void numa_segment_placed(void *addr, size_t size, int node)
+void sefer__numa_segment_placed(void *addr, size_t size, int node)
 {
 	int err;
 
 	if (node < 0)
 		return;
-	err = sefer_os.bind_node(addr, size, node, IS_ENABLED(CONFIG_NUMA_BIND));
+	err = sefer__os.bind_node(addr, size, node, IS_ENABLED(CONFIG_NUMA_BIND));
 	if (!err) {
 		atomic_fetch_add_explicit(&bound, 1, memory_order_relaxed);
 		return;
 	}
 	/* The first failure is worth a word; the memory still works, just unplaced. */
 	if (!atomic_fetch_add_explicit(&bind_failed, 1, memory_order_relaxed))
-		sefer_message("numa: mbind of %p (%zu bytes) to node %d failed (errno %d)", addr,
+		sefer__message("numa: mbind of %p (%zu bytes) to node %d failed (errno %d)", addr,
 			      size, node, -err);
 }
 
-void numa_print_stats(void)
+void sefer__numa_print_stats(void)
 {
-	sefer_message("numa: %llu segments bound (%s), %llu bind failures, %d node(s)",
+	sefer__message("numa: %llu segments bound (%s), %llu bind failures, %d node(s)",
 		      (unsigned long long)atomic_load(&bound),
 		      IS_ENABLED(CONFIG_NUMA_BIND) ? "MPOL_BIND" : "MPOL_PREFERRED",
-		      (unsigned long long)atomic_load(&bind_failed), sefer_os_info.node_count);
+		      (unsigned long long)atomic_load(&bind_failed), sefer__os_info.node_count);
 }

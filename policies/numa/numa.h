@@ -6,10 +6,10 @@
 #ifndef SEFER_POLICY_NUMA_H
 #define SEFER_POLICY_NUMA_H
 
-__must_check bool numa_policy_init(void) SEFER_INTERNAL;
-int numa_segment_node(struct heap *h) SEFER_INTERNAL;
-void numa_segment_placed(void *addr, size_t size, int node) SEFER_INTERNAL;
-void numa_print_stats(void) SEFER_INTERNAL;
+SEFER_INTERNAL __must_check bool sefer__numa_policy_init(void);
+SEFER_INTERNAL int sefer__numa_segment_node(struct heap *h);
+SEFER_INTERNAL void sefer__numa_segment_placed(void *addr, size_t size, int node);
+SEFER_INTERNAL void sefer__numa_print_stats(void);
 
 /*
  * Included (through include/generated/policies.h) only when CONFIG_POLICY_NUMA=y. Slow-path
@@ -17,10 +17,10 @@ void numa_print_stats(void) SEFER_INTERNAL;
  */
 static const struct sefer_policy_ops policy_numa = {
 	.name = "numa",
-	.init = numa_policy_init,
-	.segment_node = numa_segment_node,
-	.segment_placed = numa_segment_placed,
-	.print_stats = numa_print_stats,
+	.init = sefer__numa_policy_init,
+	.segment_node = sefer__numa_segment_node,
+	.segment_placed = sefer__numa_segment_placed,
+	.print_stats = sefer__numa_print_stats,
 };
 
 #endif

@@ -47,7 +47,8 @@ expect() {
 }
 
 # the free's stack: sefer_free, or the free path it tail-called (no frame of its own)
-sefer_free='(at|by) 0x[0-9A-F]+: (sefer_free|free_local_block|large_free) \((api|free).c'
+sefer_free='(at|by) 0x[0-9A-F]+: (sefer_free|sefer__free_local_block|sefer__large_free)'
+sefer_free+=' \((api|free).c'
 
 # the block address the mode printed, plus an offset, as valgrind prints it (0x4c50060)
 addr() { printf '0x%x' $(($(sed -n "s/^$2: block \(0x[0-9a-f]*\).*/\1/p" "$1" | head -1) + $3)); }
@@ -88,7 +89,7 @@ expect "$out/large-uaf.log" "large use after free: inside the freed large block"
 a=$(addr "$out/realloc-uaf.log" realloc-uaf 40)
 expect "$out/realloc-uaf.log" "realloc: the moved block's old copy is freed" \
 	'Invalid read of size 1' "Address $a is 40 bytes inside a block of size 64 free'd" \
-	'by 0x[0-9A-F]+: (sefer_realloc|realloc_any) '
+	'by 0x[0-9A-F]+: (sefer_realloc|sefer__realloc_any) '
 if [ -n "$heaps" ]; then
 	a=$(addr "$out/heap-destroy-uaf.log" heap-destroy-uaf 32)
 	expect "$out/heap-destroy-uaf.log" "a destroyed first-class heap's block: freed by the destroy" \

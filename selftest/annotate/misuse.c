@@ -58,7 +58,8 @@ static int heap_mode(const char *mode)
 		return 0;
 	}
 	if (!strcmp(mode, "heap-clean")) {
-		/* every call of a heap used correctly, then its memory reused by the default heap */
+		/* every call of a heap used correctly, then its memory reused by the default heap
+		 */
 		p = sefer_heap_calloc(h, 3, 100);
 		for (size_t i = 0; i < 300; i++)
 			n += p[i];

@@ -109,7 +109,8 @@ static void verify(const struct slot *s, size_t limit, int zero)
 
 		if (i * 8 + 8 <= limit) {
 			if (((uint64_t *)s->p)[i] != want)
-				fail(zero ? "calloc block not zero" : "pattern overwritten", s, i * 8);
+				fail(zero ? "calloc block not zero" : "pattern overwritten", s,
+				     i * 8);
 			continue;
 		}
 		for (size_t k = i * 8; k < limit; k++)

@@ -68,7 +68,8 @@ static void expect_report(const char *mode, const char *const *env, const char *
 	const char *a = strstr(out, "addr=");
 
 	ck_assert_msg(a, "child printed no address (exit %d): %s", code, out);
-	snprintf(want, sizeof(want), "sefer: %s of %.*s (", what, (int)strcspn(a + 5, "\r\n"), a + 5);
+	snprintf(want, sizeof(want), "sefer: %s of %.*s (", what, (int)strcspn(a + 5, "\r\n"),
+		 a + 5);
 	ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
 	ck_assert_msg(strstr(out, reason), "expected reason '%s' in: %s", reason, out);
 	ck_assert_msg(code == (aborts ? ABORT_CODE : 0), "exit code %d: %s", code, out);
@@ -99,7 +100,8 @@ END_TEST
 
 START_TEST(bad_env_named)
 {
-	static const char *const env[] = { "SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe", NULL };
+	static const char *const env[] = {"SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe",
+					  NULL};
 	int code = run_child("bad-env", env, out, sizeof(out));
 
 	ck_assert_msg(code == 0, "exit code %d: %s", code, out);
@@ -114,12 +116,12 @@ START_TEST(os_info)
 {
 	struct sefer_os_info info;
 
-	sefer_os.init(&info);
+	sefer__os.init(&info);
 	ck_assert_uint_eq(info.page_size, 4096);
 	ck_assert_uint_eq(info.alloc_granularity, 65536);
 	ck_assert_uint_ge(info.node_count, 1);
 	ck_assert(!info.overcommit);
-	ck_assert(!strcmp(sefer_os.name, "win32"));
+	ck_assert(!strcmp(sefer__os.name, "win32"));
 }
 END_TEST
 
@@ -134,7 +136,7 @@ START_TEST(os_reserve_aligned)
 		size_t size = sizes[i % 3], align = aligns[(i / 3) % 3];
 		int node = i % 2 ? 0 : SEFER_NO_NODE; /* node 0: VirtualAllocExNuma */
 
-		p[i] = sefer_os.reserve(size, align, node);
+		p[i] = sefer__os.reserve(size, align, node);
 		ck_assert_ptr_nonnull(p[i]);
 		ck_assert_msg((uintptr_t)p[i] % align == 0, "%p not aligned to %zu", p[i], align);
 		for (size_t off = 0; off < size; off += 4096)
@@ -142,7 +144,7 @@ START_TEST(os_reserve_aligned)
 		memset(p[i], 0xab, size);
 	}
 	for (int i = 0; i < N; i++)
-		sefer_os.release(p[i], sizes[i % 3]);
+		sefer__os.release(p[i], sizes[i % 3]);
 	/* released whole: the address is free again */
 	MEMORY_BASIC_INFORMATION mbi;
 
@@ -154,27 +156,27 @@ END_TEST
 START_TEST(os_purge_commit)
 {
 	size_t size = SEGMENT_SIZE;
-	uint8_t *p = sefer_os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *p = sefer__os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
 	bool zero;
 
 	ck_assert_ptr_nonnull(p);
 	memset(p, 0x5a, size);
-	ck_assert(sefer_os.purge(p, size / 2, true)); /* eager: reads as zero */
+	ck_assert(sefer__os.purge(p, size / 2, true)); /* eager: reads as zero */
 	for (size_t i = 0; i < size / 2; i += 512)
 		ck_assert_uint_eq(p[i], 0);
 	ck_assert_uint_eq(p[size / 2], 0x5a);
-	ck_assert(!sefer_os.purge(p + size / 2, size / 2, false)); /* lazy: still usable */
+	ck_assert(!sefer__os.purge(p + size / 2, size / 2, false)); /* lazy: still usable */
 	p[size - 1] = 7;
 	ck_assert_uint_eq(p[size - 1], 7);
-	ck_assert(sefer_os.decommit(p, 65536));
+	ck_assert(sefer__os.decommit(p, 65536));
 	MEMORY_BASIC_INFORMATION mbi;
 
 	ck_assert(VirtualQuery(p, &mbi, sizeof(mbi)));
 	ck_assert_uint_eq(mbi.State, MEM_RESERVE);
-	ck_assert(sefer_os.commit(p, 65536, &zero));
+	ck_assert(sefer__os.commit(p, 65536, &zero));
 	p[0] = 1;
 	ck_assert_uint_eq(p[1], 0);
-	sefer_os.release(p, size);
+	sefer__os.release(p, size);
 }
 END_TEST
 
@@ -182,24 +184,24 @@ END_TEST
 START_TEST(os_protect)
 {
 	size_t size = SEGMENT_SIZE, pg = 4096; /* the page size os_info checks */
-	uint8_t *p = sefer_os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *p = sefer__os.reserve(size, SEGMENT_SIZE, SEFER_NO_NODE);
 	MEMORY_BASIC_INFORMATION mbi;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(sefer_os.protect);
+	ck_assert_ptr_nonnull(sefer__os.protect);
 	p[pg] = 3;
-	ck_assert(sefer_os.protect(p + pg, pg, true));
+	ck_assert(sefer__os.protect(p + pg, pg, true));
 	ck_assert(VirtualQuery(p + pg, &mbi, sizeof(mbi)));
 	ck_assert_uint_eq(mbi.Protect, PAGE_NOACCESS);
 	ck_assert_uint_eq(mbi.RegionSize, pg);
 	p[pg - 1] = 1; /* the neighbours stay writable */
 	p[2 * pg] = 2;
-	ck_assert(sefer_os.protect(p + pg, pg, false));
+	ck_assert(sefer__os.protect(p + pg, pg, false));
 	ck_assert(VirtualQuery(p + pg, &mbi, sizeof(mbi)));
 	ck_assert_uint_eq(mbi.Protect, PAGE_READWRITE);
 	p[pg] = 4;
 	ck_assert_uint_eq(p[pg], 4);
-	sefer_os.release(p, size);
+	sefer__os.release(p, size);
 }
 END_TEST
 
@@ -217,25 +219,25 @@ START_TEST(os_env_clock_random)
 	 */
 	QueryPerformanceFrequency(&freq);
 	QueryPerformanceCounter(&q0);
-	t0 = sefer_os.clock_ms();
+	t0 = sefer__os.clock_ms();
 
 	SetEnvironmentVariableA("SEFER_TEST_VAR", "abcdefghij");
-	ck_assert(sefer_os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
+	ck_assert(sefer__os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
 	ck_assert(!strcmp(buf, "abcdefg")); /* truncated to the buffer */
 	SetEnvironmentVariableA("SEFER_TEST_VAR", NULL);
-	ck_assert(!sefer_os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
-	ck_assert(sefer_os.random_bytes(r, sizeof(r)));
+	ck_assert(!sefer__os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
+	ck_assert(sefer__os.random_bytes(r, sizeof(r)));
 	ck_assert(r[0] || r[1] || r[2] || r[3]);
 	do {
 		Sleep(20);
 		QueryPerformanceCounter(&q1);
 		real_ms = (uint64_t)(q1.QuadPart - q0.QuadPart) * 1000 / (uint64_t)freq.QuadPart;
 	} while (real_ms < 100);
-	t1 = sefer_os.clock_ms();
+	t1 = sefer__os.clock_ms();
 	ck_assert_uint_ge(t1, t0);
 	ck_assert_uint_ge(t1 - t0 + 32, real_ms); /* two ticks of lag at most */
 	ck_assert_uint_le(t1 - t0, real_ms + 32);
-	ck_assert_uint_ne(sefer_os.thread_id(), 0);
+	ck_assert_uint_ne(sefer__os.thread_id(), 0);
 }
 END_TEST
 
@@ -246,38 +248,40 @@ START_TEST(os_files)
 	DWORD n = GetTempPathA(sizeof(dir), dir);
 
 	ck_assert(n > 0 && n < sizeof(dir));
-	snprintf(path, sizeof(path), "%ssefer-test-%lu.bin", dir, (unsigned long)GetCurrentProcessId());
+	snprintf(path, sizeof(path), "%ssefer-test-%lu.bin", dir,
+		 (unsigned long)GetCurrentProcessId());
 	DeleteFileA(path);
-	ck_assert_int_eq(sefer_os.open_file(path, 0), -ENOENT);
-	sefer_file_t f = sefer_os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
+	ck_assert_int_eq(sefer__os.open_file(path, 0), -ENOENT);
+	sefer_file_t f = sefer__os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
 
 	ck_assert_msg(f >= 0, "open: %lld", (long long)f);
-	ck_assert_int_eq(sefer_os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL), -EEXIST);
-	ck_assert_int_eq(sefer_os.pwrite(f, "world", 5, 6), 5);
-	ck_assert_int_eq(sefer_os.pwrite(f, "hello ", 6, 0), 6);
-	ck_assert_int_eq(sefer_os.file_size(f), 11);
-	ck_assert_int_eq(sefer_os.pread(f, buf, sizeof(buf), 0), 11);
+	ck_assert_int_eq(sefer__os.open_file(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL), -EEXIST);
+	ck_assert_int_eq(sefer__os.pwrite(f, "world", 5, 6), 5);
+	ck_assert_int_eq(sefer__os.pwrite(f, "hello ", 6, 0), 6);
+	ck_assert_int_eq(sefer__os.file_size(f), 11);
+	ck_assert_int_eq(sefer__os.pread(f, buf, sizeof(buf), 0), 11);
 	ck_assert(!memcmp(buf, "hello world", 11));
-	ck_assert_int_eq(sefer_os.pread(f, buf, 5, 6), 5);
+	ck_assert_int_eq(sefer__os.pread(f, buf, 5, 6), 5);
 	ck_assert(!memcmp(buf, "world", 5));
-	ck_assert_int_eq(sefer_os.pread(f, buf, 5, 100), 0); /* past the end */
-	ck_assert_int_eq(sefer_os.sync(f), 0);
-	ck_assert_int_eq(sefer_os.truncate(f, 5), 0);
-	ck_assert_int_eq(sefer_os.file_size(f), 5);
-	ck_assert_int_eq(sefer_os.truncate(f, (uint64_t)1 << 20), 0);
-	ck_assert_int_eq(sefer_os.file_size(f), 1 << 20);
-	ck_assert_int_eq(sefer_os.pwrite(f, "x", 1, ((uint64_t)1 << 32) + 1), 1); /* 64-bit offset */
-	ck_assert_int_eq(sefer_os.pread(f, buf, 1, ((uint64_t)1 << 32) + 1), 1);
+	ck_assert_int_eq(sefer__os.pread(f, buf, 5, 100), 0); /* past the end */
+	ck_assert_int_eq(sefer__os.sync(f), 0);
+	ck_assert_int_eq(sefer__os.truncate(f, 5), 0);
+	ck_assert_int_eq(sefer__os.file_size(f), 5);
+	ck_assert_int_eq(sefer__os.truncate(f, (uint64_t)1 << 20), 0);
+	ck_assert_int_eq(sefer__os.file_size(f), 1 << 20);
+	ck_assert_int_eq(sefer__os.pwrite(f, "x", 1, ((uint64_t)1 << 32) + 1),
+			 1); /* 64-bit offset */
+	ck_assert_int_eq(sefer__os.pread(f, buf, 1, ((uint64_t)1 << 32) + 1), 1);
 	ck_assert_int_eq(buf[0], 'x');
-	ck_assert_int_eq(sefer_os.lock_file(f), 0);
+	ck_assert_int_eq(sefer__os.lock_file(f), 0);
 
-	sefer_file_t g = sefer_os.open_file(path, 0);
+	sefer_file_t g = sefer__os.open_file(path, 0);
 
 	ck_assert(g >= 0);
-	ck_assert_int_eq(sefer_os.lock_file(g), -EWOULDBLOCK);
-	sefer_os.close_file(f);
-	ck_assert_int_eq(sefer_os.lock_file(g), 0); /* the lock went with its handle */
-	sefer_os.close_file(g);
+	ck_assert_int_eq(sefer__os.lock_file(g), -EWOULDBLOCK);
+	sefer__os.close_file(f);
+	ck_assert_int_eq(sefer__os.lock_file(g), 0); /* the lock went with its handle */
+	sefer__os.close_file(g);
 	ck_assert(DeleteFileA(path));
 }
 END_TEST
@@ -295,7 +299,7 @@ static void count_exit(void *arg)
 static DWORD WINAPI hook_thread(void *arg)
 {
 	(void)arg;
-	ck_assert(sefer_os.thread_exit_hook(count_exit, (void *)1));
+	ck_assert(sefer__os.thread_exit_hook(count_exit, (void *)1));
 	return 0;
 }
 
@@ -316,7 +320,8 @@ START_TEST(thread_exit_via_fls)
 		run_thread(churn, NULL);
 	sefer_stats_get(&st1);
 	if (IS_ENABLED(CONFIG_STATS))
-		ck_assert_msg(st1.threads - st0.threads <= 2, "%llu heaps for 100 sequential threads",
+		ck_assert_msg(st1.threads - st0.threads <= 2,
+			      "%llu heaps for 100 sequential threads",
 			      (unsigned long long)(st1.threads - st0.threads));
 	/* the hook itself, with a private callback (the last registration wins process-wide,
 	 * so the allocator's own hook is re-registered by the next new heap) */
@@ -355,7 +360,8 @@ START_TEST(cross_thread_free_createthread)
 				uint8_t *p = atomic_exchange(&mailbox[i][j], NULL);
 
 				ck_assert_uint_eq(p[0], i + 1);
-				sefer_free(p); /* its heap is gone: abandoned segment, adopted here */
+				sefer_free(
+					p); /* its heap is gone: abandoned segment, adopted here */
 			}
 		}
 	}

@@ -137,11 +137,11 @@ END_TEST
 START_TEST(realloc_large_moves_pages)
 {
 	uint8_t *p = sefer_malloc((size_t)8 << 20);
-	size_t before = atomic_load(&sefer_large_mapped), grown, bad;
+	size_t before = atomic_load(&sefer__large_mapped), grown, bad;
 
 	page_pattern_fill(p, 0, (size_t)8 << 20);
 	p = sefer_realloc(p, (size_t)32 << 20);
-	grown = atomic_load(&sefer_large_mapped) - before;
+	grown = atomic_load(&sefer__large_mapped) - before;
 	bad = page_pattern_bad(p, 0, (size_t)8 << 20);
 	memset(p + ((size_t)8 << 20), 7, (size_t)24 << 20);
 	ck_assert_uint_eq(bad, 0);
@@ -150,10 +150,10 @@ START_TEST(realloc_large_moves_pages)
 	ck_assert_uint_ge(sefer_usable_size(p), (size_t)32 << 20);
 
 	uint8_t *q;
-	size_t mapped_32 = atomic_load(&sefer_large_mapped), mapped_1;
+	size_t mapped_32 = atomic_load(&sefer__large_mapped), mapped_1;
 
 	q = sefer_realloc(p, (size_t)1 << 20);
-	mapped_1 = atomic_load(&sefer_large_mapped);
+	mapped_1 = atomic_load(&sefer__large_mapped);
 	bad += page_pattern_bad(q, 0, (size_t)1 << 20);
 	ck_assert_ptr_eq(q, p);
 	ck_assert_uint_eq(bad, 0);
@@ -199,7 +199,7 @@ static bool populate_works(void)
 	bool works;
 
 	ck_assert_ptr_ne(m, MAP_FAILED);
-	sefer_os.populate(m, 4096);
+	sefer__os.populate(m, 4096);
 	works = resident_pages(m, 4096) == 1;
 	munmap(m, 4096);
 	return works;
@@ -246,7 +246,7 @@ static void calloc_prefault_medium(bool works)
 START_TEST(calloc_prefault)
 {
 	const size_t MiB = (size_t)1 << 20;
-	uint64_t was = sefer_opt.calloc_prefault;
+	uint64_t was = sefer__opt.calloc_prefault;
 	bool works = populate_works();
 	size_t pages;
 	uint8_t *p;
@@ -255,7 +255,7 @@ START_TEST(calloc_prefault)
 		fprintf(stderr, "calloc_prefault: MADV_POPULATE_WRITE faults nothing here "
 				"(qemu-user?): residency after calloc not checked\n");
 	sefer_collect(true); /* no cached large segment: the next one is fresh */
-	sefer_opt.calloc_prefault = 2 * MiB;
+	sefer__opt.calloc_prefault = 2 * MiB;
 	p = sefer_calloc(6, MiB);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(resident_inside(p, 3 * MiB, 6 * MiB, &pages), 0); /* past the bound */
@@ -265,16 +265,16 @@ START_TEST(calloc_prefault)
 	sefer_free(p);
 
 	sefer_collect(true);
-	sefer_opt.calloc_prefault = 0;
+	sefer__opt.calloc_prefault = 0;
 	p = sefer_calloc(6, MiB);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(resident_inside(p, 4096, 6 * MiB, &pages), 0); /* past the head */
 	ck_assert_uint_eq(nonzero_bytes(p, 6 * MiB), 0);
 	sefer_free(p);
 
-	sefer_opt.calloc_prefault = 2 * MiB;
+	sefer__opt.calloc_prefault = 2 * MiB;
 	calloc_prefault_medium(works);
-	sefer_opt.calloc_prefault = was;
+	sefer__opt.calloc_prefault = was;
 }
 END_TEST
 #endif
@@ -363,8 +363,8 @@ START_TEST(huge_alignment)
 			size_t n = sizes[i];
 			uint8_t *p = sefer_aligned_alloc(a, n), *q;
 
-			ck_assert_msg(p && (uintptr_t)p % a == 0, "aligned_alloc(%zu, %zu) = %p", a, n,
-				      (void *)p);
+			ck_assert_msg(p && (uintptr_t)p % a == 0, "aligned_alloc(%zu, %zu) = %p", a,
+				      n, (void *)p);
 			ck_assert(sefer_owns(p));
 			ck_assert_uint_ge(sefer_usable_size(p), n);
 			size_t slack = (size_t)1 << CONFIG_PAGE_SHIFT;
@@ -459,11 +459,11 @@ Suite *api_suite(void)
 	tcase_add_test(tc, malloc_zero_is_unique);
 	tcase_add_test(tc, usable_slack_is_writable);
 	tcase_add_test(tc, realloc_keeps_contents);
-	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
+	if (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
 		tcase_add_test(tc, realloc_large_moves_pages);
 	tcase_add_test(tc, calloc_zeroes);
 #ifdef __linux__
-	if (sefer_os.populate)
+	if (sefer__os.populate)
 		tcase_add_test(tc, calloc_prefault);
 #endif
 	tcase_add_test(tc, overflow_checks);

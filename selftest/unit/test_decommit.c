@@ -89,13 +89,14 @@ START_TEST(decommit_rss_returns)
 	for (int i = 0; i < 2; i++)
 		munmap(halves[i].blk, cap * sizeof(void *));
 	peak = rss_bytes();
-	decommit_sleep_ms((long)sefer_opt.purge_delay_ms + 20);
+	decommit_sleep_ms((long)sefer__opt.purge_delay_ms + 20);
 	end = rss_bytes();
 	if (CHECK_RSS)
-		ck_assert_msg(end <= start + SLACK,
-			      "RSS %zu KiB at start, %zu KiB after the threads exited, %zu KiB after "
-			      "the purge delay (more than %zu KiB above the start)",
-			      start >> 10, peak >> 10, end >> 10, SLACK >> 10);
+		ck_assert_msg(
+			end <= start + SLACK,
+			"RSS %zu KiB at start, %zu KiB after the threads exited, %zu KiB after "
+			"the purge delay (more than %zu KiB above the start)",
+			start >> 10, peak >> 10, end >> 10, SLACK >> 10);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST

@@ -417,7 +417,7 @@ START_TEST(abandoned_purged_after_delay)
 
 	/* not purged at exit: another thread lives and may reuse the pages */
 	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
-	sleep_ms((long)sefer_opt.purge_delay_ms + 20);
+	sleep_ms((long)sefer__opt.purge_delay_ms + 20);
 	pthread_create(&t, NULL, allocate_new_class, &p);
 	pthread_join(t, NULL);
 	struct sefer_stats st2 = stats();

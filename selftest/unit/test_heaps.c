@@ -216,15 +216,15 @@ static bool realloc_large(void *block, size_t usable, void *arg)
 START_TEST(realloc_large_in_heap_moves_pages)
 {
 	struct sefer_heap *h = sefer_heap_new();
-	size_t base = atomic_load(&sefer_large_mapped), grown;
+	size_t base = atomic_load(&sefer__large_mapped), grown;
 	uint8_t *other = sefer_heap_malloc(h, LARGE), *p = sefer_heap_malloc(h, (size_t)8 << 20);
-	size_t before = atomic_load(&sefer_large_mapped);
+	size_t before = atomic_load(&sefer__large_mapped);
 
 	page_pattern_fill(p, 0, (size_t)8 << 20);
 	p = sefer_heap_realloc(h, p, (size_t)32 << 20);
-	grown = atomic_load(&sefer_large_mapped) - before;
+	grown = atomic_load(&sefer__large_mapped) - before;
 	ck_assert_uint_eq(page_pattern_bad(p, 0, (size_t)8 << 20), 0);
-	if (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
+	if (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
 		/* the pages moved: 24 MiB more mapped, where a copy maps 32 MiB anew */
 		ck_assert_uint_lt(grown, (size_t)32 << 20);
 	}
@@ -248,7 +248,7 @@ START_TEST(realloc_large_in_heap_moves_pages)
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_heap_destroy(h);
 	/* destroy gave back what the heap held: only the copy in the default heap is left */
-	ck_assert_uint_le(atomic_load(&sefer_large_mapped), base + ((size_t)3 << 20));
+	ck_assert_uint_le(atomic_load(&sefer__large_mapped), base + ((size_t)3 << 20));
 	sefer_free(moved);
 }
 END_TEST

@@ -82,7 +82,8 @@ START_TEST(destroy_forgets_cached_segments)
 	/* only meaningful when the thread got h's old segments (it does, from the spares, in a
 	 * process of its own): say so when it did not */
 	if (!shared)
-		fprintf(stderr, "destroy_forgets_cached_segments: no segment reused, nothing shown\n");
+		fprintf(stderr,
+			"destroy_forgets_cached_segments: no segment reused, nothing shown\n");
 }
 END_TEST
 
@@ -187,7 +188,8 @@ START_TEST(visit_while_others_free)
 	pthread_t t;
 
 	for (size_t i = 0; i < N; i++) {
-		p[i] = sefer_heap_malloc(h, i % 40 == 0 ? LARGE + (i % 3) * 4096 : 16 + (i % 64) * 8);
+		p[i] = sefer_heap_malloc(h,
+					 i % 40 == 0 ? LARGE + (i % 3) * 4096 : 16 + (i % 64) * 8);
 		memset(p[i], 1, 16);
 	}
 	pthread_create(&t, NULL, free_slowly, &f);
@@ -287,13 +289,13 @@ static void orphan_case(bool visit_misuse)
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	if (visit_misuse) {
 		/* the orphan serves no allocation: reported, NULL (SEFER_ON_ERROR=warn) */
-		enum on_error was = sefer_opt.on_error;
+		enum on_error was = sefer__opt.on_error;
 
-		sefer_opt.on_error = ON_ERROR_WARN;
+		sefer__opt.on_error = ON_ERROR_WARN;
 		errno = 0;
 		ck_assert_ptr_null(sefer_heap_malloc(o.h, 10));
 		ck_assert_int_eq(errno, EPERM);
-		sefer_opt.on_error = was;
+		sefer__opt.on_error = was;
 	}
 	sefer_heap_destroy(o.h);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
@@ -410,7 +412,7 @@ static bool visit_mallocs(void *block, size_t usable, void *arg)
 START_TEST(misuse_reported)
 {
 	struct sefer_heap *h = sefer_heap_new();
-	enum on_error was = sefer_opt.on_error;
+	enum on_error was = sefer__opt.on_error;
 	char out[2048];
 	int saved;
 	FILE *f;
@@ -418,7 +420,7 @@ START_TEST(misuse_reported)
 	void *r = (void *)1, *arg = h;
 
 	ck_assert_ptr_nonnull(sefer_heap_malloc(h, 8));
-	sefer_opt.on_error = ON_ERROR_WARN;
+	sefer__opt.on_error = ON_ERROR_WARN;
 	capture_begin(&saved, &f);
 	/* another thread allocates from h */
 	pthread_create(&t, NULL, malloc_on, h);
@@ -441,7 +443,7 @@ START_TEST(misuse_reported)
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		sefer_free(p);
 	capture_end(saved, f, out, sizeof(out));
-	sefer_opt.on_error = was;
+	sefer__opt.on_error = was;
 	ck_assert_ptr_null(r);
 	ck_assert_msg(strstr(out, "not a live heap"), "%s", out);
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))

@@ -40,14 +40,14 @@ static struct large_cache_heap *cache(void)
 static void setup(void)
 {
 	sefer_free(sefer_malloc(16));
-	large_cache_heap_exit(heap_get());
-	large_cache_opt.budget = UINT64_MAX;
-	large_cache_opt.headroom = (uint64_t)256 << 20;
-	large_cache_clock = NULL;
+	sefer__large_cache_heap_exit(heap_get());
+	sefer__large_cache_opt.budget = UINT64_MAX;
+	sefer__large_cache_opt.headroom = (uint64_t)256 << 20;
+	sefer__large_cache_clock = NULL;
 }
 
 /* A request no cached segment fits as it is resizes one (segment_resize_large) where it can. */
-#define RESIZES (sefer_os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
+#define RESIZES (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
 
 static bool cached(const void *p)
 {
@@ -96,11 +96,12 @@ END_TEST
 START_TEST(lc_publication)
 {
 	setup();
-	size_t pub = large_cache_published();
-	size_t mapped = atomic_load(&sefer_large_mapped);
+	size_t pub = sefer__large_cache_published();
+	size_t mapped = atomic_load(&sefer__large_mapped);
 	void *p = sefer_malloc(4 * MiB), *q;
 	size_t p_size = segment_of(p)->size, q_size;
-	size_t mapped_p = atomic_load(&sefer_large_mapped), pub_1, pub_hit, pub_2, count_2, unpub_2;
+	size_t mapped_p = atomic_load(&sefer__large_mapped), pub_1, pub_hit, pub_2, count_2,
+	       unpub_2;
 	size_t pub_end, mapped_end, unpub_1, unpub_hit, unpub_end;
 
 	for (int i = 0; i < 100; i++) {
@@ -108,20 +109,20 @@ START_TEST(lc_publication)
 		p = sefer_malloc(4 * MiB);
 	}
 	unpub_hit = cache()->unpublished;
-	pub_hit = large_cache_published();
+	pub_hit = sefer__large_cache_published();
 	q = sefer_malloc(9 * MiB); /* both live: two segments */
 	q_size = segment_of(q)->size;
 	sefer_free(p);
 	unpub_1 = cache()->unpublished;
-	pub_1 = large_cache_published();
+	pub_1 = sefer__large_cache_published();
 	sefer_free(q);
 	count_2 = cache()->count;
 	unpub_2 = cache()->unpublished;
-	pub_2 = large_cache_published();
-	large_cache_collect(heap_get(), true);
+	pub_2 = sefer__large_cache_published();
+	sefer__large_cache_collect(heap_get(), true);
 	unpub_end = cache()->unpublished;
-	pub_end = large_cache_published();
-	mapped_end = atomic_load(&sefer_large_mapped);
+	pub_end = sefer__large_cache_published();
+	mapped_end = atomic_load(&sefer__large_mapped);
 
 	/* measured first, asserted after: Check's assertions allocate through sefer */
 	ck_assert_uint_eq(mapped_p, mapped + p_size);
@@ -168,12 +169,12 @@ START_TEST(lc_resize)
 		moved_bad += peek_byte(q + i) != page_pattern(i);
 	for (size_t i = 8 * MiB; i < 16 * MiB; i += 4096)
 		zero_bad += peek_byte(q + i) != 0;
-	mapped_16 = atomic_load(&sefer_large_mapped);
+	mapped_16 = atomic_load(&sefer__large_mapped);
 	sefer_free(q);
 	r = sefer_malloc(3 * MiB); /* the cached 16 MiB is more than twice this: shrunk */
 	for (size_t i = 0; i < 3 * MiB; i += 4096)
 		kept_bad += peek_byte(r + i) != page_pattern(i);
-	mapped_3 = atomic_load(&sefer_large_mapped);
+	mapped_3 = atomic_load(&sefer__large_mapped);
 
 	ck_assert_uint_eq(cache()->resizes, 2);
 	ck_assert_uint_eq(cache()->hits, 0);
@@ -214,12 +215,12 @@ START_TEST(lc_regrow)
 	ck_assert_uint_eq(page_pattern_bad(p, 0, 4 * MiB), 0);
 	page_pattern_fill(p, 4 * MiB, 9 * MiB);
 	/* then it grows into its room: in place, nothing mapped */
-	mapped = atomic_load(&sefer_large_mapped);
+	mapped = atomic_load(&sefer__large_mapped);
 	for (n = 10 * MiB; n <= 30 * MiB; n += 10 * MiB) {
 		q = sefer_realloc(p, n);
 		ck_assert_ptr_eq(q, p);
 	}
-	ck_assert_uint_eq(atomic_load(&sefer_large_mapped), mapped);
+	ck_assert_uint_eq(atomic_load(&sefer__large_mapped), mapped);
 	ck_assert_uint_eq(page_pattern_bad(p, 0, 9 * MiB), 0);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_free(p);
@@ -236,9 +237,9 @@ START_TEST(lc_calloc_resized)
 {
 	setup();
 	uint8_t *p = sefer_malloc(8 * MiB), *q;
-	uint64_t prefault = sefer_opt.calloc_prefault;
+	uint64_t prefault = sefer__opt.calloc_prefault;
 
-	sefer_opt.calloc_prefault = 0;
+	sefer__opt.calloc_prefault = 0;
 	memset(p, 0xa5, 8 * MiB);
 	sefer_free(p);
 	q = sefer_calloc(16, MiB); /* grows the cached 8 MiB segment */
@@ -248,7 +249,7 @@ START_TEST(lc_calloc_resized)
 				       6 * MiB), 0);
 	ck_assert_uint_eq(nonzero_bytes(q, 16 * MiB), 0);
 	sefer_free(q);
-	sefer_opt.calloc_prefault = prefault;
+	sefer__opt.calloc_prefault = prefault;
 }
 END_TEST
 #endif
@@ -297,7 +298,7 @@ START_TEST(lc_window)
 	if (!RESIZES)
 		ck_assert_ptr_ne(segment_of(q), seg);
 	sefer_free(q);
-	large_cache_heap_exit(heap_get());
+	sefer__large_cache_heap_exit(heap_get());
 	p = sefer_malloc(10 * MiB);
 	seg = segment_of(p);
 	sefer_free(p);
@@ -351,7 +352,7 @@ START_TEST(lc_regrow_window)
 	q = sefer_malloc(small); /* over 4 times: not a hit */
 	ck_assert_uint_eq(cache()->hits, hits);
 	sefer_free(q);
-	large_cache_heap_exit(heap_get());
+	sefer__large_cache_heap_exit(heap_get());
 	p = sefer_malloc(first);
 	seg = segment_of(p);
 	sefer_free(p);
@@ -361,17 +362,17 @@ START_TEST(lc_regrow_window)
 	if (room) {
 		ck_assert_ptr_eq(segment_of(q), seg);
 		ck_assert_uint_ge(sefer_usable_size(q), usable);
-		mapped = atomic_load(&sefer_large_mapped);
+		mapped = atomic_load(&sefer__large_mapped);
 		page_pattern_fill(q, 0, (128 << 10) + 8);
 		for (size_t n = (256 << 10) + 8; n <= first; n = 2 * n - 8) {
 			ck_assert_ptr_eq(sefer_realloc(q, n), q); /* grows into its room */
 			page_pattern_fill(q, (n / 2) & ~(size_t)4095, n);
 		}
-		ck_assert_uint_eq(atomic_load(&sefer_large_mapped), mapped);
+		ck_assert_uint_eq(atomic_load(&sefer__large_mapped), mapped);
 		ck_assert_uint_eq(page_pattern_bad(q, 0, first), 0);
 	}
 	sefer_free(q);
-	large_cache_heap_exit(heap_get());
+	sefer__large_cache_heap_exit(heap_get());
 
 	/* the slack bound: 1.5 MiB for a request 1 MiB smaller is a hit, 1 byte smaller not */
 	p = sefer_malloc(1536 << 10);
@@ -382,7 +383,7 @@ START_TEST(lc_regrow_window)
 	q = sefer_malloc(usable - slack - 1);
 	ck_assert_uint_eq(cache()->hits, hits);
 	sefer_free(q);
-	large_cache_heap_exit(heap_get());
+	sefer__large_cache_heap_exit(heap_get());
 	p = sefer_malloc(1536 << 10);
 	seg = segment_of(p);
 	sefer_free(p);
@@ -426,7 +427,7 @@ START_TEST(lc_budget_fifo)
 	for (int i = 0; i < 4; i++)
 		p[i] = sefer_malloc((size_t)(5 + 3 * i) * MiB); /* 5, 8, 11, 14 MiB: never reused */
 	one = segment_of(p[1])->size + segment_of(p[2])->size + segment_of(p[3])->size;
-	large_cache_opt.budget = one;
+	sefer__large_cache_opt.budget = one;
 	for (int i = 0; i < 4; i++) {
 		struct segment *s = segment_of(p[i]);
 
@@ -440,7 +441,7 @@ START_TEST(lc_budget_fifo)
 	ck_assert_ptr_eq(cache()->head, segment_of(p[1]));
 	ck_assert_ptr_eq(cache()->tail, segment_of(p[3]));
 	/* a segment larger than the whole budget is not admitted at all */
-	large_cache_opt.budget = 4 * MiB;
+	sefer__large_cache_opt.budget = 4 * MiB;
 	void *big = sefer_malloc(32 * MiB);
 	struct segment *bs = segment_of(big);
 
@@ -455,9 +456,9 @@ START_TEST(lc_decay)
 	void *p[8];
 	struct large_cache_heap *c;
 
-	large_cache_clock = fake_clock;
+	sefer__large_cache_clock = fake_clock;
 	fake_now = 1000;
-	large_cache_opt.headroom = 0;
+	sefer__large_cache_opt.headroom = 0;
 	/* live large bytes (never touched) that let admission keep 8 segments: decay alone
 	 * shrinks them */
 	void *ballast = sefer_malloc(2688 * MiB);
@@ -472,11 +473,11 @@ START_TEST(lc_decay)
 	ck_assert_uint_eq(c->count, 8);
 	/* less than a step: nothing goes */
 	fake_now += 99;
-	large_cache_collect(heap_get(), false); /* the decay runs (a miss would evict) */
+	sefer__large_cache_collect(heap_get(), false); /* the decay runs (a miss would evict) */
 	ck_assert_uint_eq(c->count, 8);
 	/* one second: 10% of the excess, rounded up to whole segments */
 	fake_now += 901;
-	large_cache_collect(heap_get(), false);
+	sefer__large_cache_collect(heap_get(), false);
 	ck_assert_uint_le(c->bytes, start * 9 / 10);
 	ck_assert_uint_ge(c->bytes, start * 9 / 10 - one);
 	/* oldest first */
@@ -484,17 +485,17 @@ START_TEST(lc_decay)
 	ck_assert(cached(p[7]));
 	/* a minute later everything above the headroom is gone */
 	fake_now += 60000;
-	large_cache_collect(heap_get(), false);
+	sefer__large_cache_collect(heap_get(), false);
 	ck_assert_uint_eq(c->count, 0);
 	ck_assert_uint_eq(c->decay_ms, 0);
 	/* under the headroom nothing decays, however long */
-	large_cache_opt.headroom = 64 * MiB;
+	sefer__large_cache_opt.headroom = 64 * MiB;
 	for (int i = 0; i < 4; i++)
 		p[i] = sefer_malloc(5 * MiB);
 	for (int i = 0; i < 4; i++)
 		sefer_free(p[i]);
 	fake_now += 3600 * 1000;
-	large_cache_collect(heap_get(), false);
+	sefer__large_cache_collect(heap_get(), false);
 	ck_assert_uint_eq(c->count, 4);
 	sefer_free(ballast);
 }
@@ -510,7 +511,7 @@ START_TEST(lc_admission)
 	struct large_cache_heap *c;
 
 	setup();
-	large_cache_opt.headroom = 16 * MiB;
+	sefer__large_cache_opt.headroom = 16 * MiB;
 	c = cache();
 	for (int i = 0; i < 10; i++)
 		p[i] = sefer_malloc(6 * MiB);
@@ -540,7 +541,7 @@ START_TEST(lc_admission)
 	p[0] = sefer_malloc(12 * MiB + 512 * 1024);
 	ck_assert_uint_eq(c->count, RESIZES ? 1 : 0);
 	sefer_free(p[0]);
-	large_cache_collect(heap_get(), true);
+	sefer__large_cache_collect(heap_get(), true);
 	/* with 4 GiB live, 1/64 of it (64 MiB) may be cached */
 	void *ballast = sefer_malloc(4096 * MiB);
 
@@ -552,7 +553,7 @@ START_TEST(lc_admission)
 	ck_assert_uint_le(c->bytes, 64 * MiB);
 	sefer_free(ballast);
 	sefer_free(big);
-	large_cache_collect(heap_get(), true);
+	sefer__large_cache_collect(heap_get(), true);
 }
 END_TEST
 
@@ -564,7 +565,7 @@ static size_t capture_options(const char *budget, char *msg, size_t len)
 	ck_assert_int_eq(pipe(fd), 0);
 	dup2(fd[1], 2);
 	setenv("SEFER_LARGE_CACHE_BUDGET", budget, 1);
-	large_cache_read_options();
+	sefer__large_cache_read_options();
 	unsetenv("SEFER_LARGE_CACHE_BUDGET");
 	dup2(saved, 2);
 	close(saved);
@@ -580,28 +581,28 @@ START_TEST(lc_env)
 	char msg[512];
 
 	setup();
-	ck_assert_uint_eq(large_cache_opt.budget, UINT64_MAX);
+	ck_assert_uint_eq(sefer__large_cache_opt.budget, UINT64_MAX);
 	ck_assert_uint_eq(capture_options("512M", msg, sizeof(msg)), 0);
-	ck_assert_uint_eq(large_cache_opt.budget, 512 * MiB);
+	ck_assert_uint_eq(sefer__large_cache_opt.budget, 512 * MiB);
 	capture_options("2G", msg, sizeof(msg));
-	ck_assert_uint_eq(large_cache_opt.budget, 2048 * MiB);
+	ck_assert_uint_eq(sefer__large_cache_opt.budget, 2048 * MiB);
 	capture_options("64k", msg, sizeof(msg));
-	ck_assert_uint_eq(large_cache_opt.budget, 64 << 10);
+	ck_assert_uint_eq(sefer__large_cache_opt.budget, 64 << 10);
 	capture_options("1000", msg, sizeof(msg));
-	ck_assert_uint_eq(large_cache_opt.budget, 1000);
+	ck_assert_uint_eq(sefer__large_cache_opt.budget, 1000);
 	/* bad values: named in a message, the previous value kept */
-	large_cache_opt.budget = UINT64_MAX;
+	sefer__large_cache_opt.budget = UINT64_MAX;
 	const char *bad[] = { "12X", "M", "-5", "1.5G", "" };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_uint_gt(capture_options(bad[i], msg, sizeof(msg)), 0);
 		ck_assert_ptr_nonnull(strstr(msg, "SEFER_LARGE_CACHE_BUDGET"));
-		ck_assert_uint_eq(large_cache_opt.budget, UINT64_MAX);
+		ck_assert_uint_eq(sefer__large_cache_opt.budget, UINT64_MAX);
 	}
 	setenv("SEFER_LARGE_CACHE_HEADROOM", "1g", 1);
-	large_cache_read_options();
+	sefer__large_cache_read_options();
 	unsetenv("SEFER_LARGE_CACHE_HEADROOM");
-	ck_assert_uint_eq(large_cache_opt.headroom, 1024 * MiB);
+	ck_assert_uint_eq(sefer__large_cache_opt.headroom, 1024 * MiB);
 }
 END_TEST
 
@@ -612,8 +613,8 @@ START_TEST(lc_collect)
 	struct segment *seg[3];
 
 	setup();
-	large_cache_clock = fake_clock;
-	large_cache_opt.headroom = 0;
+	sefer__large_cache_clock = fake_clock;
+	sefer__large_cache_opt.headroom = 0;
 	fake_now = 1000;
 	void *ballast = sefer_malloc(1280 * MiB); /* admission keeps 3 x 6 MiB (live / 64) */
 
@@ -632,9 +633,9 @@ START_TEST(lc_collect)
 	for (int i = 0; i < 3; i++)
 		ck_assert(!segtab_contains(seg[i]));
 	sefer_free(ballast);
-	large_cache_collect(heap_get(), true);
+	sefer__large_cache_collect(heap_get(), true);
 
-	large_cache_opt.headroom = (uint64_t)256 << 20;
+	sefer__large_cache_opt.headroom = (uint64_t)256 << 20;
 	void *q = sefer_malloc(6 * MiB);
 	struct segment *qs = segment_of(q);
 
@@ -712,7 +713,8 @@ START_TEST(lc_cross_thread)
 		ck_assert_ptr_eq(segment_of(q), seg);	/* taken from the inbox, reused */
 		ck_assert_uint_eq(cache()->handoffs, handoffs + 1);
 		ck_assert_uint_eq(cache()->hits, hits + 1);
-		ck_assert_uint_eq(atomic_load(&heap_get()->policy_remote.large_cache.inbox_bytes), 0);
+		ck_assert_uint_eq(atomic_load(&heap_get()->policy_remote.large_cache.inbox_bytes),
+				  0);
 		sefer_free(q);
 	}
 }
@@ -766,7 +768,7 @@ START_TEST(lc_handoff_owner_exited)
 	sefer_free(out[0]);			/* refused by the closed inbox: cached here */
 	ck_assert_ptr_eq(atomic_load(&dead->policy_remote.large_cache.inbox), (void *)1);
 	ck_assert(cached((uint8_t *)seg + 1));
-	large_cache_heap_exit(heap_get());
+	sefer__large_cache_heap_exit(heap_get());
 
 	pthread_barrier_init(&r.bar, NULL, 2);
 	pthread_create(&t, NULL, alloc_wait_realloc, &r);

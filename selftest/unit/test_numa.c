@@ -92,16 +92,16 @@ START_TEST(numa_refill_prefers_node)
 	h = heap_get();
 	b = h->segments;
 	ck_assert_ptr_nonnull(b);
-	a = segment_alloc_small(h); /* pushed in front of b */
+	a = sefer__segment_alloc_small(h); /* pushed in front of b */
 	ck_assert_ptr_eq(h->segments, a);
 	a->node = node + 1; /* pretend a lives on another node */
-	pg = span_alloc(h, 1);
+	pg = sefer__span_alloc(h, 1);
 	ck_assert_ptr_eq(segment_of(pg), b);
-	span_free(h, pg);
+	sefer__span_free(h, pg);
 	b->node = node + 1; /* nothing on this node: any segment will do */
-	pg = span_alloc(h, 1);
+	pg = sefer__span_alloc(h, 1);
 	ck_assert_ptr_nonnull(pg);
-	span_free(h, pg);
+	sefer__span_free(h, pg);
 	a->node = b->node = node;
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }

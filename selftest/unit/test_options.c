@@ -12,21 +12,21 @@ START_TEST(sizes)
 {
 	uint64_t v;
 
-	ck_assert(parse_size("0", &v) && v == 0);
-	ck_assert(parse_size("4096", &v) && v == 4096);
-	ck_assert(parse_size("512K", &v) && v == 512ULL << 10);
-	ck_assert(parse_size("512M", &v) && v == 512ULL << 20);
-	ck_assert(parse_size("2g", &v) && v == 2ULL << 30);
-	ck_assert(parse_size("3T", &v) && v == 3ULL << 40);
-	ck_assert(parse_size("64MiB", &v) && v == 64ULL << 20);
-	ck_assert(parse_size("64MB", &v) && v == 64ULL << 20);
-	ck_assert(!parse_size("", &v));
-	ck_assert(!parse_size("M", &v));
-	ck_assert(!parse_size("12X", &v));
-	ck_assert(!parse_size("12KK", &v));
-	ck_assert(!parse_size("-1", &v));
-	ck_assert(!parse_size("99999999999999999999", &v));
-	ck_assert(!parse_size("17179869184G", &v)); /* overflows 64 bits */
+	ck_assert(sefer__parse_size("0", &v) && v == 0);
+	ck_assert(sefer__parse_size("4096", &v) && v == 4096);
+	ck_assert(sefer__parse_size("512K", &v) && v == 512ULL << 10);
+	ck_assert(sefer__parse_size("512M", &v) && v == 512ULL << 20);
+	ck_assert(sefer__parse_size("2g", &v) && v == 2ULL << 30);
+	ck_assert(sefer__parse_size("3T", &v) && v == 3ULL << 40);
+	ck_assert(sefer__parse_size("64MiB", &v) && v == 64ULL << 20);
+	ck_assert(sefer__parse_size("64MB", &v) && v == 64ULL << 20);
+	ck_assert(!sefer__parse_size("", &v));
+	ck_assert(!sefer__parse_size("M", &v));
+	ck_assert(!sefer__parse_size("12X", &v));
+	ck_assert(!sefer__parse_size("12KK", &v));
+	ck_assert(!sefer__parse_size("-1", &v));
+	ck_assert(!sefer__parse_size("99999999999999999999", &v));
+	ck_assert(!sefer__parse_size("17179869184G", &v)); /* overflows 64 bits */
 }
 END_TEST
 
@@ -34,12 +34,12 @@ START_TEST(numbers)
 {
 	uint64_t v;
 
-	ck_assert(parse_uint("0", &v) && v == 0);
-	ck_assert(parse_uint("18446744073709551609", &v));
-	ck_assert(!parse_uint("18446744073709551616", &v));
-	ck_assert(!parse_uint("1.5", &v));
-	ck_assert(!parse_uint(" 1", &v));
-	ck_assert(!parse_uint("", &v));
+	ck_assert(sefer__parse_uint("0", &v) && v == 0);
+	ck_assert(sefer__parse_uint("18446744073709551609", &v));
+	ck_assert(!sefer__parse_uint("18446744073709551616", &v));
+	ck_assert(!sefer__parse_uint("1.5", &v));
+	ck_assert(!sefer__parse_uint(" 1", &v));
+	ck_assert(!sefer__parse_uint("", &v));
 }
 END_TEST
 
@@ -54,7 +54,7 @@ static ssize_t read_uint(const char *val, uint64_t *v, bool *taken)
 	ck_assert_int_eq(pipe(fd), 0);
 	dup2(fd[1], 2);
 	setenv("SEFER_UNIT_N", val, 1);
-	*taken = option_uint("UNIT_N", v);
+	*taken = sefer__option_uint("UNIT_N", v);
 	unsetenv("SEFER_UNIT_N");
 	dup2(saved, 2);
 	close(saved);
@@ -67,12 +67,12 @@ static ssize_t read_uint(const char *val, uint64_t *v, bool *taken)
 /* Secure execution: booleans ignored, numbers may only go down, bad values are not named. */
 START_TEST(secure)
 {
-	bool was = sefer_opt.secure, b = false, taken;
+	bool was = sefer__opt.secure, b = false, taken;
 	uint64_t v = 10;
 
-	sefer_opt.secure = true;
+	sefer__opt.secure = true;
 	setenv("SEFER_UNIT_B", "1", 1);
-	ck_assert(!option_bool("UNIT_B", &b) && !b);
+	ck_assert(!sefer__option_bool("UNIT_B", &b) && !b);
 	unsetenv("SEFER_UNIT_B");
 	ck_assert_int_eq(read_uint("50", &v, &taken), 0);
 	ck_assert(!taken && v == 10);
@@ -80,11 +80,11 @@ START_TEST(secure)
 	ck_assert(!taken && v == 10);
 	ck_assert_int_eq(read_uint("3", &v, &taken), 0);
 	ck_assert(taken && v == 3);
-	sefer_opt.secure = false;
+	sefer__opt.secure = false;
 	ck_assert(read_uint("soon", &v, &taken) > 0);
 	ck_assert_int_eq(read_uint("50", &v, &taken), 0);
 	ck_assert(taken && v == 50);
-	sefer_opt.secure = was;
+	sefer__opt.secure = was;
 }
 END_TEST
 #endif

@@ -36,7 +36,7 @@ static void fill_pages(uint8_t *p, size_t size)
 /* A reservation of OLD_SIZE with every page filled (fill_pages). */
 static uint8_t *filled_reservation(void)
 {
-	uint8_t *p = sefer_os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *p = sefer__os.reserve(OLD_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
 
 	ck_assert_ptr_nonnull(p);
 	fill_pages(p, OLD_SIZE);
@@ -99,7 +99,7 @@ START_TEST(remap_moves_every_step)
 	uint8_t *old, *moved;
 	void *block;
 
-	if (!sefer_os.remap)
+	if (!sefer__os.remap)
 		return;
 	old = filled_reservation();
 	/* Something right after the range: it cannot grow in place, so its pages must move. */
@@ -107,7 +107,7 @@ START_TEST(remap_moves_every_step)
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	ck_assert_msg(block == old + OLD_SIZE || errno == EEXIST, "blocking mmap: %s",
 		      strerror(errno));
-	moved = sefer_os.remap(old, OLD_SIZE, NEW_SIZE, SEGMENT_SIZE);
+	moved = sefer__os.remap(old, OLD_SIZE, NEW_SIZE, SEGMENT_SIZE);
 	ck_assert_ptr_nonnull(moved);
 	ck_assert_ptr_ne(moved, old);
 	ck_assert_uint_eq((uintptr_t)moved % SEGMENT_SIZE, 0);
@@ -120,10 +120,10 @@ START_TEST(remap_moves_every_step)
 		munmap(block, os_page());
 
 	/* a shrink keeps the start and gives the rest back */
-	ck_assert_ptr_eq(sefer_os.remap(moved, NEW_SIZE, SHRUNK, SEGMENT_SIZE), moved);
+	ck_assert_ptr_eq(sefer__os.remap(moved, NEW_SIZE, SHRUNK, SEGMENT_SIZE), moved);
 	check_pages(moved, SHRUNK);
 	check_unmapped(moved + SHRUNK, NEW_SIZE - SHRUNK);
-	sefer_os.release(moved, SHRUNK);
+	sefer__os.release(moved, SHRUNK);
 	check_unmapped(moved, SHRUNK);
 }
 END_TEST
@@ -137,14 +137,14 @@ START_TEST(remap_failed_step_moves_back)
 	size_t hole = 3 * STEP; /* where a step starts: mremap needs a mapping there */
 	uint8_t *old;
 
-	if (!sefer_os.remap)
+	if (!sefer__os.remap)
 		return;
 	old = filled_reservation();
 	ck_assert_int_eq(munmap(old + hole, os_page()), 0);
-	ck_assert_ptr_null(sefer_os.remap(old, OLD_SIZE, NEW_SIZE, SEGMENT_SIZE));
+	ck_assert_ptr_null(sefer__os.remap(old, OLD_SIZE, NEW_SIZE, SEGMENT_SIZE));
 	check_pages(old, hole);
 	check_pages_of(old + hole + os_page(), OLD_SIZE - hole - os_page(), hole + os_page());
-	sefer_os.release(old, OLD_SIZE);
+	sefer__os.release(old, OLD_SIZE);
 	check_unmapped(old, OLD_SIZE);
 }
 END_TEST
@@ -154,11 +154,11 @@ START_TEST(release_and_purge_every_step)
 	uint8_t *p = filled_reservation();
 
 	/* an eager purge drops every page: the range reads as zero and stays usable */
-	ck_assert(sefer_os.purge(p, OLD_SIZE, true));
+	ck_assert(sefer__os.purge(p, OLD_SIZE, true));
 	check_zero(p, OLD_SIZE);
 	fill_pages(p, OLD_SIZE);
 	check_pages(p, OLD_SIZE);
-	sefer_os.release(p, OLD_SIZE);
+	sefer__os.release(p, OLD_SIZE);
 	check_unmapped(p, OLD_SIZE);
 }
 END_TEST
@@ -199,10 +199,10 @@ static bool at_hint_range(const void *p)
 START_TEST(reservations_follow_the_hint)
 {
 	size_t pg = os_page();
-	uint8_t *a = sefer_os.reserve(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
-	uint8_t *h = sefer_os.reserve(pg, pg, SEFER_NO_NODE);
-	uint8_t *b = sefer_os.reserve(3 * pg, SEGMENT_SIZE, SEFER_NO_NODE);
-	uint8_t *c = sefer_os.reserve(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *a = sefer__os.reserve(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *h = sefer__os.reserve(pg, pg, SEFER_NO_NODE);
+	uint8_t *b = sefer__os.reserve(3 * pg, SEGMENT_SIZE, SEFER_NO_NODE);
+	uint8_t *c = sefer__os.reserve(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE);
 
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_nonnull(h);
@@ -216,7 +216,8 @@ START_TEST(reservations_follow_the_hint)
 			      (void *)a);
 #if defined(__x86_64__)
 	else if (!HINT_MOVED && !RUNNING_ON_VALGRIND)
-		ck_assert_msg(at_hint_range(a), "segment at %p, not at the hint's range", (void *)a);
+		ck_assert_msg(at_hint_range(a), "segment at %p, not at the hint's range",
+			      (void *)a);
 #endif
 	if (at_hint_range(a)) {
 		ck_assert_ptr_eq(b, a + SEGMENT_SIZE);
@@ -225,10 +226,10 @@ START_TEST(reservations_follow_the_hint)
 	}
 	for (uint8_t *p = a; p; p = p == a ? b : p == b ? c : NULL)
 		memset(p, 0x5a, pg); /* writable */
-	sefer_os.release(a, SEGMENT_SIZE);
-	sefer_os.release(h, pg);
-	sefer_os.release(b, 3 * pg);
-	sefer_os.release(c, SEGMENT_SIZE);
+	sefer__os.release(a, SEGMENT_SIZE);
+	sefer__os.release(h, pg);
+	sefer__os.release(b, 3 * pg);
+	sefer__os.release(c, SEGMENT_SIZE);
 }
 END_TEST
 

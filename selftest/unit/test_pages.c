@@ -242,7 +242,7 @@ static void *used_counts_handed_out(void *arg)
 	struct page *direct = heap->direct[(64 + GRANULE - 1) >> GRANULE_SHIFT];
 
 	ck_assert_ptr_null(first); /* given back */
-	ck_assert_ptr_eq(direct, &page_empty);
+	ck_assert_ptr_eq(direct, &sefer__page_empty);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	return NULL;
 }

@@ -25,7 +25,8 @@ START_TEST(segment_and_page_of)
 		ck_assert_uint_eq(seg->kind, SEG_SMALL);
 		ck_assert_ptr_eq(atomic_load(&seg->owner), heap_get());
 		ck_assert_uint_ge(pg->index, META_PAGES);
-		ck_assert_uint_eq((uintptr_t)pg->start, (uintptr_t)seg + ((size_t)pg->index << SPAGE_SHIFT));
+		ck_assert_uint_eq((uintptr_t)pg->start,
+				  (uintptr_t)seg + ((size_t)pg->index << SPAGE_SHIFT));
 		ck_assert(p >= pg->start && p < pg->start + page_span_bytes(pg));
 		ck_assert_uint_eq((size_t)(p - pg->start) % pg->block_size, 0);
 		ck_assert_uint_eq(pg->block_size, bin_block_size(bin_index(size)));
@@ -107,7 +108,7 @@ static void on_new_thread(void *(*fn)(void *), void *arg)
 /* Can the purge-backoff tests run: purging on, a delay, one the clock can measure? */
 static bool backoff_testable(void)
 {
-	uint64_t base = heap_purge_delay(NULL);
+	uint64_t base = sefer__heap_purge_delay(NULL);
 
 	return IS_ENABLED(CONFIG_DECOMMIT) && base && base <= 1000;
 }
@@ -128,30 +129,31 @@ static void *purge_after_the_delay(void *arg)
 	struct purge_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	struct page *a = span_alloc(heap, 1), *b = span_alloc(heap, 1), *n;
+	struct page *a = sefer__span_alloc(heap, 1), *b = sefer__span_alloc(heap, 1), *n;
 	struct segment *seg = segment_of(a);
 	unsigned ia = a->index, ib = b->index;
-	uint64_t delay = sefer_opt.purge_delay_ms, due, then;
+	uint64_t delay = sefer__opt.purge_delay_ms, due, then;
 	struct timespec ts = { 0, 1000000 };
 
 	/* Measured first, asserted after: Check's assertions allocate through sefer. */
 	c->same_segment = seg == segment_of(b) && seg == segment_of(keep) && ia < ib;
-	span_free(heap, a);
+	sefer__span_free(heap, a);
 	due = seg->purge_at;
 	c->a_due_first = due == seg->pages[ia].slot_since + delay;
-	then = sefer_os.clock_ms();
-	while (sefer_os.clock_ms() == then) /* the clock may tick every few ms (os.h) */
+	then = sefer__os.clock_ms();
+	while (sefer__os.clock_ms() == then) /* the clock may tick every few ms (os.h) */
 		nanosleep(&ts, NULL);
-	span_free(heap, b);
+	sefer__span_free(heap, b);
 	c->b_later = seg->pages[ib].slot_since > seg->pages[ia].slot_since && seg->purge_at == due;
-	segment_purge(heap, seg, due, false); /* the pass at a's deadline, wherever the clock is */
+	sefer__segment_purge(heap, seg, due,
+			     false); /* the pass at a's deadline, wherever the clock is */
 	c->a_purged = (seg->purged_pages & SLOT(ia)) && !(seg->dirty_pages & SLOT(ia));
 	c->a_stamped = seg->pages[ia].slot_since == due; /* when: for the purge backoff */
 	c->b_kept = (seg->dirty_pages & SLOT(ib)) && !(seg->purged_pages & SLOT(ib));
 	c->b_next = seg->purge_at == seg->pages[ib].slot_since + delay;
-	n = span_alloc(heap, 1); /* a's slot is lower, purged; b's is dirty */
+	n = sefer__span_alloc(heap, 1); /* a's slot is lower, purged; b's is dirty */
 	c->warm_taken = n->index == ib;
-	span_free(heap, n);
+	sefer__span_free(heap, n);
 	sefer_free(keep);
 	return NULL;
 }
@@ -160,7 +162,7 @@ START_TEST(purge_after_the_delay_warm_first)
 {
 	struct purge_case c = { 0 };
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !sefer_opt.purge_delay_ms)
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !sefer__opt.purge_delay_ms)
 		return; /* nothing is purged, or everything at once */
 	on_new_thread(purge_after_the_delay, &c);
 	ck_assert_msg(c.same_segment, "two one-slot spans of a fresh heap share its segment");
@@ -195,11 +197,11 @@ static struct page *purge_and_retake(struct heap *heap, struct page *pg, uint64_
 	unsigned i = pg->index;
 	struct page *n;
 
-	span_free(heap, pg);
-	purge_dirty(seg); /* forced */
+	sefer__span_free(heap, pg);
+	sefer__purge_dirty(seg); /* forced */
 	if (purged_at)
 		seg->pages[i].slot_since = purged_at; /* as a deadline's pass at purged_at would */
-	n = span_alloc(heap, 1);
+	n = sefer__span_alloc(heap, 1);
 	*same = *same && n == &seg->pages[i];
 	return n;
 }
@@ -209,8 +211,8 @@ static void *backoff_thread(void *arg)
 	struct backoff_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	uint64_t base = heap_purge_delay(NULL), now;
-	struct page *pg = span_alloc(heap, 1);
+	uint64_t base = sefer__heap_purge_delay(NULL), now;
+	struct page *pg = sefer__span_alloc(heap, 1);
 
 	/* Without fork (the ports' runner), this heap's segment may be a spare an earlier test's
 	 * thread left, whose slots a global pass purged a moment ago: a span taking one raises
@@ -219,32 +221,32 @@ static void *backoff_thread(void *arg)
 	c->same_slot = true;
 	/* purged at its deadline, taken again at once: free for one delay -> 2 delays (the
 	 * purge a little after now: the clock may tick before the span looks at it) */
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now + base / 2, &c->same_slot);
 	c->after_soon = heap->purge_backoff;
-	c->delay_after_soon = heap_purge_delay(heap);
+	c->delay_after_soon = sefer__heap_purge_delay(heap);
 	heap->purge_backoff = 0;
 	pg = purge_and_retake(heap, pg, 0, &c->same_slot); /* by force */
 	c->after_forced = heap->purge_backoff;
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 17 * base, &c->same_slot); /* long ago */
 	c->after_old = heap->purge_backoff;
 	/* purged 2 delays ago, by a deadline 1 delay after the free: free for 3 -> 8 delays */
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 2 * base, &c->same_slot);
 	c->after_long = heap->purge_backoff;
 	heap->purge_backoff = 0;
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 15 * base, &c->same_slot); /* free for 16+ */
 	c->after_cap = heap->purge_backoff;
-	now = sefer_os.clock_ms();
+	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now, &c->same_slot);
 	c->cap_again = heap->purge_backoff;
-	heap_purge_calm(heap, heap->backoff_since + 8 * heap_purge_delay(heap) - 1);
+	sefer__heap_purge_calm(heap, heap->backoff_since + 8 * sefer__heap_purge_delay(heap) - 1);
 	c->before_calm = heap->purge_backoff;
-	heap_purge_calm(heap, heap->backoff_since + 8 * heap_purge_delay(heap));
+	sefer__heap_purge_calm(heap, heap->backoff_since + 8 * sefer__heap_purge_delay(heap));
 	c->after_calm = heap->purge_backoff;
-	span_free(heap, pg);
+	sefer__span_free(heap, pg);
 	sefer_free(keep);
 	return NULL;
 }
@@ -252,10 +254,11 @@ static void *backoff_thread(void *arg)
 START_TEST(purge_backoff_follows_reuse)
 {
 	struct backoff_case c = { 0 };
-	uint64_t base = heap_purge_delay(NULL);
+	uint64_t base = sefer__heap_purge_delay(NULL);
 
 	if (!backoff_testable())
-		return; /* nothing is purged, everything at once, or a delay the clock cannot test */
+		return; /* nothing is purged, everything at once, or a delay the clock cannot test
+			 */
 	on_new_thread(backoff_thread, &c);
 	ck_assert_msg(c.same_slot, "a one-slot span takes the lowest free slot, the purged one");
 	ck_assert_uint_eq(c.after_soon, 1);
@@ -284,36 +287,37 @@ static void *resume_thread(void *arg)
 	struct resume_case *c = arg;
 	void *keep = sefer_malloc(16);
 	struct heap *heap = heap_get();
-	uint64_t delay = heap_purge_delay(heap), t = 1000000;
+	uint64_t delay = sefer__heap_purge_delay(heap), t = 1000000;
 	uint64_t warm;
 	struct segment *seg;
 	struct page *pg;
 	unsigned i;
 
 	heap->next_purge = t;
-	c->timely_purges = !heap_purge_deferred(heap, t + delay / 2 - 1);
-	c->late_defers = heap_purge_deferred(heap, t + delay / 2);
+	c->timely_purges = !sefer__heap_purge_deferred(heap, t + delay / 2 - 1);
+	c->late_defers = sefer__heap_purge_deferred(heap, t + delay / 2);
 	c->next_in_a_delay = heap->next_purge == t + delay / 2 + delay;
 	t = heap->next_purge;
-	c->again_purges = !heap_purge_deferred(heap, t + delay); /* no dirty slot taken since */
+	c->again_purges =
+		!sefer__heap_purge_deferred(heap, t + delay); /* no dirty slot taken since */
 	heap->next_purge = t;
-	c->late_defers = c->late_defers && heap_purge_deferred(heap, t + delay);
+	c->late_defers = c->late_defers && sefer__heap_purge_deferred(heap, t + delay);
 	t = heap->next_purge;
-	pg = span_alloc(heap, 1);
-	span_free(heap, pg); /* a dirty slot ... */
+	pg = sefer__span_alloc(heap, 1);
+	sefer__span_free(heap, pg); /* a dirty slot ... */
 	warm = heap->warm_spans;
-	pg = span_alloc(heap, 1); /* ... taken again */
+	pg = sefer__span_alloc(heap, 1); /* ... taken again */
 	c->warm_counted = heap->warm_spans == warm + 1;
-	c->after_warm_defers = heap_purge_deferred(heap, t + delay);
+	c->after_warm_defers = sefer__heap_purge_deferred(heap, t + delay);
 	/* sefer_collect(false) purges what aged out, however late it comes */
 	seg = segment_of(pg);
 	i = pg->index;
-	span_free(heap, pg);
-	seg->pages[i].slot_since = sefer_os.clock_ms() - 2 * delay;
+	sefer__span_free(heap, pg);
+	seg->pages[i].slot_since = sefer__os.clock_ms() - 2 * delay;
 	seg->purge_at = seg->pages[i].slot_since + delay;
 	heap->next_purge = seg->purge_at; /* the pass comes a whole delay late */
 	heap->purge_deferred = false;
-	heap_collect(heap, false);
+	sefer__heap_collect(heap, false);
 	c->collect_purges = !(seg->dirty_pages & SLOT(i)) && (seg->purged_pages & SLOT(i));
 	heap->next_purge = 0;
 	heap->purge_deferred = false;

@@ -74,7 +74,8 @@ START_TEST(producer_consumer_bounded)
 	ck_assert_msg(rss_bytes() < rss0 + ((size_t)32 << 20), "RSS grew from %zu to %zu", rss0,
 		      rss_bytes());
 	if (IS_ENABLED(CONFIG_STATS)) {
-		ck_assert_msg(st1.segments_peak - st0.segments_peak <= 4, "heap grew by %llu segments",
+		ck_assert_msg(st1.segments_peak - st0.segments_peak <= 4,
+			      "heap grew by %llu segments",
 			      (unsigned long long)(st1.segments_peak - st0.segments_peak));
 		ck_assert_uint_ge(st1.xthread_frees - st0.xthread_frees, 3000000);
 	}
@@ -208,7 +209,8 @@ START_TEST(no_line_shared_between_threads)
 		for (int i = 0; i < FS_N; i++) {
 			uintptr_t a = (uintptr_t)fs_main[k][i];
 
-			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE; l++) {
+			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE;
+			     l++) {
 				ck_assert_uint_lt(nlines, FS_MAX_LINES);
 				fs_lines[nlines++] = l;
 			}
@@ -218,7 +220,8 @@ START_TEST(no_line_shared_between_threads)
 		for (int i = 0; i < FS_N; i++) {
 			uintptr_t a = (uintptr_t)other[k][i];
 
-			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE; l++)
+			for (uintptr_t l = a / CACHELINE; l <= (a + fs_size[k] - 1) / CACHELINE;
+			     l++)
 				shared += bsearch(&l, fs_lines, nlines, sizeof(fs_lines[0]),
 						  cmp_addr) != NULL;
 		}
@@ -250,7 +253,8 @@ static void *lock_waiter(void *arg)
 
 START_TEST(spin_waiter_yields)
 {
-	unsigned long long before = (unsigned long long)atomic_load(&sefer_gstats.lock_yields), after;
+	unsigned long long before = (unsigned long long)atomic_load(&sefer__gstats.lock_yields),
+			   after;
 	struct timespec ms = { 0, 1000000 };
 	pthread_t t;
 	int waited = 0, done_while_held;
@@ -258,10 +262,10 @@ START_TEST(spin_waiter_yields)
 	spin_lock(&held_lock);
 	pthread_create(&t, NULL, lock_waiter, NULL);
 	/* hold it until the waiter has yielded; after 10 s the assertions below fail */
-	while ((unsigned long long)atomic_load(&sefer_gstats.lock_yields) == before &&
+	while ((unsigned long long)atomic_load(&sefer__gstats.lock_yields) == before &&
 	       waited++ < 10000)
 		nanosleep(&ms, NULL);
-	after = (unsigned long long)atomic_load(&sefer_gstats.lock_yields);
+	after = (unsigned long long)atomic_load(&sefer__gstats.lock_yields);
 	done_while_held = atomic_load(&waiter_done);
 	spin_unlock(&held_lock);
 	pthread_join(t, NULL);
@@ -280,7 +284,7 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
 	tcase_add_test(tc, no_line_shared_between_threads);
-	if (IS_ENABLED(CONFIG_STATS) && sefer_os.yield)
+	if (IS_ENABLED(CONFIG_STATS) && sefer__os.yield)
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -21,6 +21,6 @@ struct segment *callcount_large_alloc(struct heap *h, size_t size, size_t align,
 
 void callcount_print_stats(void)
 {
-	sefer_message("callcount: large_alloc called %lu times",
+	sefer__message("callcount: large_alloc called %lu times",
 		      (unsigned long)atomic_load(&callcount_large_allocs));
 }
