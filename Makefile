@@ -365,6 +365,8 @@ Build targets:
   all               - libsefer.a, libsefer.so (sefer.dll on win32), sefer-pstore and the man
                       pages [default]
   man               - The man pages, rendered from Documentation/man/
+  kconfig-doc       - Rewrite Documentation/kconfig.rst's option reference from the Kconfig
+                      help texts (scripts/kconfig_doc.py)
   test-bins         - The unit suite and stress test (and the persist programs)
   port-test-bins    - The portable unit runner and stress test (ports without Check)
   persist-bins      - The persist test program, sefer-pstore and the persist benchmark
@@ -390,6 +392,7 @@ Test targets (make check runs every group this configuration enables):
                       check-tsan-variant in the fuzz variant's configuration)
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
+  check-kconfig-doc - Documentation/kconfig.rst's option reference matches the Kconfig help
   check-warnings    - gcc and clang builds with -Werror
   check-sparse      - make C=2 in seven Linux configurations; fails on any sparse warning
   check-config-linux_min, check-config-hardened, check-config-small_segments

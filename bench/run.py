@@ -272,7 +272,7 @@ def micro_configs(bindir, threads, mode, pin_all, only):
 # count, interleaved as the repetitions are.
 REAL_QUICK_RUNS = 3
 
-# Runs per repetition of the new workloads' capped rows in QUICK mode, the rows issue 10 holds to
+# Runs per repetition of the new workloads' capped rows in QUICK mode, the rows the targets hold to
 # parity with mimalloc (1.00x; the other rows' floor is 0.90x). Each run lasts about 0.13 s and
 # this VM's speed wanders between processes: bignum at 1 thread read paired ratios to mimalloc
 # with quartiles 1.00-1.11 over 41 interleaved runs (median 1.04), and single runs from 0.72x to

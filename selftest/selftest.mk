@@ -169,6 +169,18 @@ check-targets += check-config
 check-config:
 	+$(Q)bash $(srctree)/selftest/config/check-config.sh $(srctree) $(objtree)/check-config
 
+# ---- one source of truth for the options: Documentation/kconfig.rst's option reference is
+# written from the Kconfig help texts (scripts/kconfig_doc.py). make kconfig-doc rewrites it in
+# place; check-kconfig-doc (under a second) regenerates it and fails with the diff when the
+# committed file drifted from the Kconfig files.
+kconfig-doc := /usr/bin/python3 -B $(srctree)/scripts/kconfig_doc.py
+kconfig-doc:
+	$(Q)$(kconfig-doc) update $(srctree)/Documentation/kconfig.rst
+check-targets += check-kconfig-doc
+check-kconfig-doc:
+	$(Q)$(kconfig-doc) check $(srctree)/Documentation/kconfig.rst
+.PHONY: kconfig-doc check-kconfig-doc
+
 # ---- warning-free under gcc and clang (-Wall -Wextra plus the project's warnings, as errors)
 check-targets += check-warnings
 check-warnings:
