@@ -314,7 +314,7 @@ static int bt_create(struct palloc *pa)
 }
 
 struct bt_walk {
-	struct sefer_pt_walk pt;
+	struct pt_walk pt;
 	struct palloc *pa;
 	bool build;
 };

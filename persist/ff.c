@@ -296,7 +296,7 @@ static int ff_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 
 static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 {
-	struct sefer_pt_walk w = { .v = v };
+	struct pt_walk w = { .v = v };
 	int r = sefer__pt_walk(pa, ff_walk_fn, &w, v->msg, sizeof(v->msg));
 	uint64_t n = 0, prev = 0, p, nx, hv;
 
@@ -331,7 +331,7 @@ static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 static int ff_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg)
 {
 	struct sefer_pverify v = { 0 };
-	struct sefer_pt_walk w = { .v = &v, .fn = fn, .arg = arg };
+	struct pt_walk w = { .v = &v, .fn = fn, .arg = arg };
 
 	return sefer__pt_walk(pa, ff_walk_fn, &w, v.msg, sizeof(v.msg));
 }

@@ -320,7 +320,7 @@ SEFER_INTERNAL int sefer__pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb,
 SEFER_INTERNAL int sefer__pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v);
 /* Walk the arena checking tags; fn(arg, b, size, used) non-zero stops. msg: first problem. */
 /* What both boundary-tag allocators' walk callbacks share (tags.c). */
-struct sefer_pt_walk {
+struct pt_walk {
 	struct sefer_pverify *v;
 	int (*fn)(void *, uint64_t, uint64_t); /* walking for sefer_pwalk: used blocks */
 	void *arg;
@@ -330,7 +330,7 @@ struct sefer_pt_walk {
  * Returns true when the block is handled (*ret is the callback's result), false for a free
  * block during verification, which the allocator then checks against its own index.
  */
-SEFER_INTERNAL bool sefer__pt_walk_block(struct sefer_pt_walk *w, uint64_t b, uint64_t size,
+SEFER_INTERNAL bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size,
 					 bool used, int *ret);
 /* usable() of the boundary-tag allocators: the block's size less its two tags. */
 SEFER_INTERNAL uint64_t sefer__pt_usable(struct palloc *pa, uint64_t off);

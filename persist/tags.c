@@ -100,7 +100,7 @@ int sefer__pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 	return 0;
 }
 
-bool sefer__pt_walk_block(struct sefer_pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
+bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
 {
 	*ret = 0;
 	if (w->fn) {
