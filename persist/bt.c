@@ -131,22 +131,22 @@ static int bt_take(struct palloc *pa, uint64_t need, uint64_t *bp)
 		if (pa->tail + need > (1ULL << 47))
 			return -ENOMEM;
 		*bp = pa->tail;
-		pt_set(pa, pa->tail, need, true);
+		sefer__pt_set(pa, pa->tail, need, true);
 		pa->tail += need;
-		pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-		pstore_tx_len(pa->s, pa->tail);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+		sefer__pstore_tx_len(pa->s, pa->tail);
 		return 0;
 	}
 	uint64_t b = n->off, size = n->size;
 
 	tree_remove(T(pa), size, b);
 	if (size - need >= PT_MIN) {
-		pt_set(pa, b + need, size - need, false);
+		sefer__pt_set(pa, b + need, size - need, false);
 		if (tree_insert(T(pa), size - need, b + need))
 			return -ENOMEM;
 		size = need;
 	}
-	pt_set(pa, b, size, true);
+	sefer__pt_set(pa, b, size, true);
 	*bp = b;
 	return 0;
 }
@@ -160,13 +160,13 @@ static int neighbours(struct palloc *pa, uint64_t b, uint64_t size, uint64_t *pr
 
 	*prev_size = *next_size = 0;
 	if (b + size < pa->tail) {
-		r = pt_hdr(pa, b + size, &v);
+		r = sefer__pt_hdr(pa, b + size, &v);
 		if (r)
 			return r == -EINVAL ? -EUCLEAN : r;
 		if (!(v & PB_USED))
 			*next_size = pb_size(v);
 	}
-	r = pt_prev(pa, b, prev_b, &v);
+	r = sefer__pt_prev(pa, b, prev_b, &v);
 	if (r && r != -ENOENT)
 		return r;
 	if (!r && !(v & PB_USED))
@@ -186,17 +186,17 @@ static int bt_give(struct palloc *pa, uint64_t b, uint64_t size, uint64_t pb, ui
 	size += ps + ns;
 	if (b + size == pa->tail) {
 		pa->tail = b;
-		pa_put_word(pa, PA_TAIL_OFF, b);
-		pstore_tx_len(pa->s, b);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, b);
+		sefer__pstore_tx_len(pa->s, b);
 		return 0;
 	}
-	pt_set(pa, b, size, false);
+	sefer__pt_set(pa, b, size, false);
 	return tree_insert(T(pa), size, b);
 }
 
 static int fail(struct palloc *pa, int r) __releases(&pa->s->tx_lock)
 {
-	pstore_tx_abort(pa->s);
+	sefer__pstore_tx_abort(pa->s);
 	if (!pa->dead)
 		pa->dead = r;
 	return r;
@@ -209,12 +209,12 @@ static int bt_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 
 	if (size > (1ULL << 46))
 		return -ENOMEM;
-	pstore_tx_begin(pa->s);
-	r = bt_take(pa, pt_round(size), &b);
+	sefer__pstore_tx_begin(pa->s);
+	r = bt_take(pa, sefer__pt_round(size), &b);
 	if (r)
 		return fail(pa, r);
 	*off = b + 8;
-	return pa_commit(pa);
+	return sefer__pa_commit(pa);
 }
 
 static int bt_free(struct palloc *pa, uint64_t off)
@@ -222,76 +222,76 @@ static int bt_free(struct palloc *pa, uint64_t off)
 	uint64_t b, v, pb = 0, ps, ns;
 	int r;
 
-	pstore_tx_begin(pa->s);
-	r = pt_user_block(pa, off, &b, &v);
+	sefer__pstore_tx_begin(pa->s);
+	r = sefer__pt_user_block(pa, off, &b, &v);
 	if (!r)
 		r = neighbours(pa, b, pb_size(v), &pb, &ps, &ns);
 	if (r) {
-		pstore_tx_abort(pa->s);
+		sefer__pstore_tx_abort(pa->s);
 		return r;
 	}
 	r = bt_give(pa, b, pb_size(v), pb, ps, ns);
-	return r ? fail(pa, r) : pa_commit(pa);
+	return r ? fail(pa, r) : sefer__pa_commit(pa);
 }
 
 static int bt_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff)
 {
-	uint64_t b, v, need = pt_round(size), nb, pb = 0, ps, ns;
+	uint64_t b, v, need = sefer__pt_round(size), nb, pb = 0, ps, ns;
 	int r;
 
 	if (size > (1ULL << 46))
 		return -ENOMEM;
 	*newoff = off;
-	pstore_tx_begin(pa->s);
-	r = pt_user_block(pa, off, &b, &v);
+	sefer__pstore_tx_begin(pa->s);
+	r = sefer__pt_user_block(pa, off, &b, &v);
 	uint64_t bs = pb_size(v);
 
 	if (!r && need <= bs) {
-		pstore_tx_abort(pa->s);
+		sefer__pstore_tx_abort(pa->s);
 		return 0;
 	}
 	if (!r)
 		r = neighbours(pa, b, bs, &pb, &ps, &ns);
 	if (r) {
-		pstore_tx_abort(pa->s);
+		sefer__pstore_tx_abort(pa->s);
 		return r;
 	}
 	if (b + bs == pa->tail) {
-		pt_set(pa, b, need, true);
+		sefer__pt_set(pa, b, need, true);
 		pa->tail = b + need;
-		pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-		pstore_tx_len(pa->s, pa->tail);
-		return pa_commit(pa);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+		sefer__pstore_tx_len(pa->s, pa->tail);
+		return sefer__pa_commit(pa);
 	}
 	if (ns && bs + ns >= need) {		/* absorb the free neighbour */
 		uint64_t total = bs + ns;
 
 		tree_remove(T(pa), ns, b + bs);
 		if (total - need >= PT_MIN) {
-			pt_set(pa, b + need, total - need, false);
+			sefer__pt_set(pa, b + need, total - need, false);
 			if (tree_insert(T(pa), total - need, b + need))
 				return fail(pa, -ENOMEM);
 			total = need;
 		}
-		pt_set(pa, b, total, true);
-		return pa_commit(pa);
+		sefer__pt_set(pa, b, total, true);
+		return sefer__pa_commit(pa);
 	}
 	uint64_t keep = bs - 16;
 
-	if (keep + 256 > pstore_max_record(pa->s) / 2) {
-		pstore_tx_abort(pa->s);
+	if (keep + 256 > sefer__pstore_max_record(pa->s) / 2) {
+		sefer__pstore_tx_abort(pa->s);
 		return -E2BIG;
 	}
 	uint8_t *tmp = malloc(keep);
 
-	if (!tmp || pstore_read(pa->s, off, tmp, keep)) {
+	if (!tmp || sefer__pstore_read(pa->s, off, tmp, keep)) {
 		free(tmp);
-		pstore_tx_abort(pa->s);
+		sefer__pstore_tx_abort(pa->s);
 		return tmp ? -EIO : -ENOMEM;
 	}
 	r = bt_take(pa, need, &nb);
 	if (!r) {
-		pstore_tx_blob(pa->s, nb + 8, tmp, keep);
+		sefer__pstore_tx_blob(pa->s, nb + 8, tmp, keep);
 		/* bt_take() may have carved the new block out of a free neighbour: look again. */
 		r = neighbours(pa, b, bs, &pb, &ps, &ns);
 	}
@@ -301,7 +301,7 @@ static int bt_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 	if (r)
 		return fail(pa, r);
 	*newoff = nb + 8;
-	return pa_commit(pa);
+	return sefer__pa_commit(pa);
 }
 
 static int bt_create(struct palloc *pa)
@@ -310,7 +310,7 @@ static int bt_create(struct palloc *pa)
 	if (!pa->priv)
 		return -ENOMEM;
 	T(pa)->rng = 0x853c49e6748fea9bULL;
-	return pa_header_create(pa, 0);
+	return sefer__pa_header_create(pa, 0);
 }
 
 struct bt_walk {
@@ -324,7 +324,7 @@ static int bt_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 	struct bt_walk *w = arg;
 	int r;
 
-	if (pt_walk_block(&w->pt, b, size, used, &r))
+	if (sefer__pt_walk_block(&w->pt, b, size, used, &r))
 		return r;
 	if (w->build)
 		return tree_insert(T(w->pa), size, b);
@@ -344,7 +344,7 @@ static int bt_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 static int bt_verify(struct palloc *pa, struct sefer_pverify *v)
 {
 	struct bt_walk w = { .pt.v = v, .pa = pa };
-	int r = pt_walk(pa, bt_walk_fn, &w, v->msg, sizeof(v->msg));
+	int r = sefer__pt_walk(pa, bt_walk_fn, &w, v->msg, sizeof(v->msg));
 
 	if (!r && (v->orphans || T(pa)->n != v->free_blocks)) {
 		if (!v->orphans)
@@ -366,12 +366,12 @@ static int bt_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	if (!pa->priv)
 		return -ENOMEM;
 	T(pa)->rng = 0x853c49e6748fea9bULL;
-	r = pa_header_open(pa, 0);
+	r = sefer__pa_header_open(pa, 0);
 	if (r)
 		return r;
-	r = pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
+	r = sefer__pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
 	if (r)
-		pa_msg(pa, "arena scan: %s", v.msg);
+		sefer__pa_msg(pa, "arena scan: %s", v.msg);
 	rep->blocks_scanned = v.blocks;
 	return r;
 }
@@ -381,7 +381,7 @@ static int bt_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_
 	struct sefer_pverify v = { 0 };
 	struct bt_walk w = { .pt = { &v, fn, arg }, .pa = pa };
 
-	return pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
+	return sefer__pt_walk(pa, bt_walk_fn, &w, v.msg, sizeof(v.msg));
 }
 
 static void bt_stats(struct palloc *pa, struct sefer_pstats *st)
@@ -404,7 +404,7 @@ static void bt_close(struct palloc *pa)
 	pa->priv = NULL;
 }
 
-const struct sefer_palloc_ops pa_bestfit_ops = {
+SEFER_INTERNAL const struct sefer_palloc_ops sefer__pa_bestfit_ops = {
 	.name = "best-fit-tree",
 	.magic = { 'A', 'L', 'B', 'T' },
 	.group_commit = false,
@@ -413,10 +413,10 @@ const struct sefer_palloc_ops pa_bestfit_ops = {
 	.alloc = bt_alloc,
 	.realloc = bt_realloc,
 	.free = bt_free,
-	.usable = pt_usable,
+	.usable = sefer__pt_usable,
 	.verify = bt_verify,
 	.walk = bt_walk_blocks,
-	.compact = pt_compact,
+	.compact = sefer__pt_compact,
 	.stats = bt_stats,
 	.close = bt_close,
 };

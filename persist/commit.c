@@ -3,8 +3,8 @@
  * Building records, group commit, and reads that see records not yet checkpointed.
  *
  * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
- * the builder from pstore_tx_begin to pstore_tx_end) before lock. The leader does its I/O
- * without lock; `flight` belongs to it until it has applied it to the page cache and cleared
+ * the builder from sefer__pstore_tx_begin to sefer__pstore_tx_end) before lock. The leader does its
+ * I/O without lock; `flight` belongs to it until it has applied it to the page cache and cleared
  * it, under lock.
  */
 #include <errno.h>
@@ -19,7 +19,7 @@
 #define ASYNC_FLUSH (64u << 10)	/* SEFER_P_ASYNC: flush once this much is pending */
 #define COMMIT_DELAY_US 150	/* longest wait of a leader for records on their way */
 
-int pbuf_reserve(struct precbuf *b, size_t more)
+int sefer__pbuf_reserve(struct precbuf *b, size_t more)
 {
 	if (b->len + more <= b->cap)
 		return 0;
@@ -36,12 +36,12 @@ int pbuf_reserve(struct precbuf *b, size_t more)
 	return 0;
 }
 
-void pstore_op_begin(struct pstore *s)
+void sefer__pstore_op_begin(struct pstore *s)
 {
 	atomic_fetch_add(&s->preparing, 1);
 }
 
-void pstore_op_appended(struct pstore *s)
+void sefer__pstore_op_appended(struct pstore *s)
 {
 	if (atomic_fetch_sub(&s->preparing, 1) == 1) {
 		pmutex_lock(&s->lock);
@@ -52,12 +52,12 @@ void pstore_op_appended(struct pstore *s)
 
 /* ---------------------------------------------------------------- records */
 
-void pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock)
+void sefer__pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock)
 {
 	pmutex_lock(&s->tx_lock);
 	s->tx.len = 0;
 	s->tx.nrec = 0;		/* entry count while building */
-	s->tx_oom = pbuf_reserve(&s->tx, REC_HDR) != 0;
+	s->tx_oom = sefer__pbuf_reserve(&s->tx, REC_HDR) != 0;
 	s->tx.len = REC_HDR;
 	pmutex_lock(&s->lock);
 	s->tx_len = s->len;
@@ -68,7 +68,7 @@ static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, s
 {
 	size_t pad = (len + 7) & ~(size_t)7;
 
-	if (pbuf_reserve(&s->tx, 16 + pad)) {
+	if (sefer__pbuf_reserve(&s->tx, 16 + pad)) {
 		s->tx_oom = true;
 		return;
 	}
@@ -83,33 +83,33 @@ static void tx_put(struct pstore *s, uint64_t a, uint64_t b, const void *data, s
 	s->tx.nrec++;
 }
 
-void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val) __must_hold(&s->tx_lock)
+void sefer__pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val) __must_hold(&s->tx_lock)
 {
 	tx_put(s, off, val, NULL, 0);
 }
 
-void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
+void sefer__pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
 	__must_hold(&s->tx_lock)
 {
 	tx_put(s, off | ENT_BLOB, len, buf, len);
 }
 
-void pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock)
+void sefer__pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock)
 {
 	s->tx_len = len;
 }
 
-size_t pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock)
+size_t sefer__pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock)
 {
 	return s->tx.len;
 }
 
-size_t pstore_max_record(struct pstore *s)
+size_t sefer__pstore_max_record(struct pstore *s)
 {
 	return s->wal_size / 4;
 }
 
-void pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock)
+void sefer__pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock)
 {
 	s->tx_oom = false;
 	s->tx.len = 0;
@@ -127,23 +127,23 @@ static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 	int r = 0;
 
 	if (s->wal_pos + b->len > s->wal_size || s->cache.n > s->cache_max) {
-		r = pstore_checkpoint(s, b->first_seq, durable_len, 0);
+		r = sefer__pstore_checkpoint(s, b->first_seq, durable_len, 0);
 		if (r)
 			return r;
 	}
 	if (s->data_off + max_len > s->file_len) {
 		uint64_t grow = (s->data_off + max_len + (max_len >> 3) + (1 << 20)) & ~4095ULL;
 
-		r = pstore_zero_fill(s, s->file_len, grow);
+		r = sefer__pstore_zero_fill(s, s->file_len, grow);
 		if (r)
 			return r;
 		s->file_len = grow;
 	}
-	r = pio_write(s->f, b->p, b->len, PSTORE_WAL_OFF + s->wal_pos);
+	r = sefer__pio_write(s->f, b->p, b->len, PSTORE_WAL_OFF + s->wal_pos);
 	if (r)
 		return r;
 	s->wal_pos += b->len;
-	r = pio_sync(s->f);
+	r = sefer__pio_sync(s->f);
 	s->syncs++;
 	return r;
 }
@@ -157,7 +157,7 @@ static int apply_batch(struct pstore *s) __must_hold(&s->lock)
 		struct rec h;
 
 		memcpy(&h, b->p + p, REC_HDR);
-		prec_entries(b->p + p, &h, pcache_apply_entry, s);
+		sefer__prec_entries(b->p + p, &h, sefer__pcache_apply_entry, s);
 		p += h.len;
 	}
 	return s->cache.err;
@@ -234,7 +234,7 @@ static int wait_locked(struct pstore *s, uint64_t seq) __must_hold(&s->lock)
 	return s->durable_seq > seq ? 0 : (s->err ? s->err : -EIO);
 }
 
-int pstore_wait(struct pstore *s, uint64_t seq)
+int sefer__pstore_wait(struct pstore *s, uint64_t seq)
 {
 	int r;
 
@@ -246,7 +246,7 @@ int pstore_wait(struct pstore *s, uint64_t seq)
 	return r;
 }
 
-int pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
+int sefer__pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
 {
 	uint64_t seq = 0;
 	bool flush = false;
@@ -254,11 +254,11 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
 
 	*seqp = 0;
 	if (s->tx_oom) {
-		pstore_tx_abort(s);
+		sefer__pstore_tx_abort(s);
 		return -ENOMEM;
 	}
-	if (s->tx.len > pstore_max_record(s)) {
-		pstore_tx_abort(s);
+	if (s->tx.len > sefer__pstore_max_record(s)) {
+		sefer__pstore_tx_abort(s);
 		return -E2BIG;
 	}
 	pmutex_lock(&s->lock);
@@ -267,7 +267,7 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
 	if (s->pend.len + s->tx.len > s->wal_size / 2 && s->pend.nrec)
 		wait_locked(s, s->next_seq - 1);
 	r = s->err;
-	if (!r && pbuf_reserve(&s->pend, s->tx.len))
+	if (!r && sefer__pbuf_reserve(&s->pend, s->tx.len))
 		r = -ENOMEM;
 	if (r)
 		goto out;
@@ -281,7 +281,7 @@ int pstore_tx_end(struct pstore *s, uint64_t *seqp) __releases(&s->tx_lock)
 			 .nent = (uint32_t)s->tx.nrec };
 
 	memcpy(s->tx.p, &h, REC_HDR);
-	h.crc = pcrc32c(0, s->tx.p, s->tx.len);
+	h.crc = sefer__pcrc32c(0, s->tx.p, s->tx.len);
 	memcpy(s->tx.p + offsetof(struct rec, crc), &h.crc, 4);
 	memcpy(s->pend.p + s->pend.len, s->tx.p, s->tx.len);
 	if (!s->pend.nrec)
@@ -331,18 +331,18 @@ static void overlay(struct precbuf *b, struct ovl_ctx *c)
 		struct rec h;
 
 		memcpy(&h, b->p + p, REC_HDR);
-		prec_entries(b->p + p, &h, ovl_fn, c);
+		sefer__prec_entries(b->p + p, &h, ovl_fn, c);
 		p += h.len;
 	}
 }
 
-int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
+int sefer__pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
 {
 	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
 	int r;
 
 	pmutex_lock(&s->lock);
-	r = pcache_read(&s->cache, s, off, buf, len);
+	r = sefer__pcache_read(&s->cache, s, off, buf, len);
 	if (!r) {
 		overlay(&s->flight, &c);
 		overlay(&s->pend, &c);
@@ -351,23 +351,23 @@ int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len)
 	return r;
 }
 
-int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len)
+int sefer__pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len)
 {
 	struct ovl_ctx c = { .off = off, .len = len, .buf = buf };
 	struct rec h = { .len = (uint32_t)s->tx.len, .nent = (uint32_t)s->tx.nrec };
-	int r = pstore_read(s, off, buf, len);
+	int r = sefer__pstore_read(s, off, buf, len);
 
 	if (!r && !s->tx_oom)
-		prec_entries(s->tx.p, &h, ovl_fn, &c);
+		sefer__prec_entries(s->tx.p, &h, ovl_fn, &c);
 	return r;
 }
 
-int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w)
+int sefer__pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w)
 {
-	return pstore_read(s, off, w, 8);
+	return sefer__pstore_read(s, off, w, 8);
 }
 
-uint64_t pstore_len(struct pstore *s)
+uint64_t sefer__pstore_len(struct pstore *s)
 {
 	uint64_t l;
 
@@ -377,7 +377,7 @@ uint64_t pstore_len(struct pstore *s)
 	return l;
 }
 
-int pstore_sync_all(struct pstore *s)
+int sefer__pstore_sync_all(struct pstore *s)
 {
 	int r;
 

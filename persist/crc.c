@@ -25,7 +25,7 @@ static void table_init(void)
 			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
 }
 
-uint32_t pcrc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t sefer__pcrc32c(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
@@ -62,12 +62,12 @@ static uint64_t check16(uint64_t salt, uint64_t off, uint64_t val)
 	return mix(salt ^ mix(off + 0x9e3779b97f4a7c15ULL) ^ (val & PW_MASK)) >> 48;
 }
 
-uint64_t pword_make(uint64_t salt, uint64_t off, uint64_t val)
+uint64_t sefer__pword_make(uint64_t salt, uint64_t off, uint64_t val)
 {
 	return (val & PW_MASK) | check16(salt, off, val) << 48;
 }
 
-bool pword_ok(uint64_t salt, uint64_t off, uint64_t word)
+bool sefer__pword_ok(uint64_t salt, uint64_t off, uint64_t word)
 {
 	return word >> 48 == check16(salt, off, word);
 }

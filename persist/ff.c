@@ -10,7 +10,7 @@
  *
  * Every operation is one record; its lock is held across the sync (.group_commit = false), as
  * in the reference design this baseline reproduces. All reads inside an operation go through
- * pstore_read_tx, so they see the links the operation has already rewritten.
+ * sefer__pstore_read_tx, so they see the links the operation has already rewritten.
  *
  * Lock: pa->lock protects head and pa->tail.
  */
@@ -32,10 +32,10 @@ static struct ff *F(struct palloc *pa)
 
 static int links(struct palloc *pa, uint64_t b, uint64_t *prev, uint64_t *next)
 {
-	int r = pt_word(pa, b + 8, prev);
+	int r = sefer__pt_word(pa, b + 8, prev);
 
 	if (!r)
-		r = pt_word(pa, b + 16, next);
+		r = sefer__pt_word(pa, b + 16, next);
 	if (!r && ((*prev && *prev >= pa->tail) || (*next && *next >= pa->tail)))
 		r = -EUCLEAN;
 	return r;
@@ -44,17 +44,17 @@ static int links(struct palloc *pa, uint64_t b, uint64_t *prev, uint64_t *next)
 static void set_head(struct palloc *pa, uint64_t b)
 {
 	F(pa)->head = b;
-	pa_put_word(pa, PA_LIST_OFF, b);
+	sefer__pa_put_word(pa, PA_LIST_OFF, b);
 }
 
 static void unlink_blk(struct palloc *pa, uint64_t prev, uint64_t next)
 {
 	if (prev)
-		pa_put_word(pa, prev + 16, next);
+		sefer__pa_put_word(pa, prev + 16, next);
 	else
 		set_head(pa, next);
 	if (next)
-		pa_put_word(pa, next + 8, prev);
+		sefer__pa_put_word(pa, next + 8, prev);
 }
 
 static int ff_take(struct palloc *pa, uint64_t need, uint64_t *bp)
@@ -63,7 +63,7 @@ static int ff_take(struct palloc *pa, uint64_t need, uint64_t *bp)
 	int r;
 
 	for (uint64_t cur = F(pa)->head; cur; cur = n) {
-		r = pt_hdr(pa, cur, &v);
+		r = sefer__pt_hdr(pa, cur, &v);
 		if (!r && (v & PB_USED))
 			r = -EUCLEAN;
 		if (!r)
@@ -77,30 +77,30 @@ static int ff_take(struct palloc *pa, uint64_t need, uint64_t *bp)
 		if (size - need >= PT_MIN) {
 			uint64_t nb = cur + need;
 
-			pt_set(pa, nb, size - need, false);
-			pa_put_word(pa, nb + 8, p);
-			pa_put_word(pa, nb + 16, n);
+			sefer__pt_set(pa, nb, size - need, false);
+			sefer__pa_put_word(pa, nb + 8, p);
+			sefer__pa_put_word(pa, nb + 16, n);
 			if (p)
-				pa_put_word(pa, p + 16, nb);
+				sefer__pa_put_word(pa, p + 16, nb);
 			else
 				set_head(pa, nb);
 			if (n)
-				pa_put_word(pa, n + 8, nb);
+				sefer__pa_put_word(pa, n + 8, nb);
 			size = need;
 		} else {
 			unlink_blk(pa, p, n);
 		}
-		pt_set(pa, cur, size, true);
+		sefer__pt_set(pa, cur, size, true);
 		*bp = cur;
 		return 0;
 	}
 	if (pa->tail + need > (1ULL << 47))
 		return -ENOMEM;
 	*bp = pa->tail;
-	pt_set(pa, pa->tail, need, true);
+	sefer__pt_set(pa, pa->tail, need, true);
 	pa->tail += need;
-	pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-	pstore_tx_len(pa->s, pa->tail);
+	sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+	sefer__pstore_tx_len(pa->s, pa->tail);
 	return 0;
 }
 
@@ -111,7 +111,7 @@ static int ff_give(struct palloc *pa, uint64_t b, uint64_t size)
 	int r;
 
 	if (b + size < pa->tail) {
-		r = pt_hdr(pa, b + size, &v);
+		r = sefer__pt_hdr(pa, b + size, &v);
 		if (r)
 			return r == -EINVAL ? -EUCLEAN : r;
 		if (!(v & PB_USED)) {
@@ -122,7 +122,7 @@ static int ff_give(struct palloc *pa, uint64_t b, uint64_t size)
 			size += pb_size(v);
 		}
 	}
-	r = pt_prev(pa, b, &pb, &v);
+	r = sefer__pt_prev(pa, b, &pb, &v);
 	if (r && r != -ENOENT)
 		return r;
 	if (!r && !(v & PB_USED)) {
@@ -135,17 +135,17 @@ static int ff_give(struct palloc *pa, uint64_t b, uint64_t size)
 	}
 	if (b + size == pa->tail) {
 		pa->tail = b;
-		pa_put_word(pa, PA_TAIL_OFF, b);
-		pstore_tx_len(pa->s, b);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, b);
+		sefer__pstore_tx_len(pa->s, b);
 		return 0;
 	}
 	uint64_t head = F(pa)->head;
 
-	pt_set(pa, b, size, false);
-	pa_put_word(pa, b + 8, 0);
-	pa_put_word(pa, b + 16, head);
+	sefer__pt_set(pa, b, size, false);
+	sefer__pa_put_word(pa, b + 8, 0);
+	sefer__pa_put_word(pa, b + 16, head);
 	if (head)
-		pa_put_word(pa, head + 8, b);
+		sefer__pa_put_word(pa, head + 8, b);
 	set_head(pa, b);
 	return 0;
 }
@@ -155,14 +155,14 @@ static int ff_give(struct palloc *pa, uint64_t b, uint64_t size)
 	({                                                                                 \
 		uint64_t _h = F(pa)->head, _t = pa->tail;                                  \
 		int _r;                                                                    \
-		pstore_tx_begin(pa->s);                                                    \
+		sefer__pstore_tx_begin(pa->s);                                                    \
 		_r = (body);                                                               \
 		if (_r) {                                                                  \
-			pstore_tx_abort(pa->s);                                            \
+			sefer__pstore_tx_abort(pa->s);                                            \
 			F(pa)->head = _h;                                                  \
 			pa->tail = _t;                                                     \
 		} else {                                                                   \
-			_r = pa_commit(pa);                                                \
+			_r = sefer__pa_commit(pa);                                                \
 		}                                                                          \
 		_r;                                                                        \
 	})
@@ -174,7 +174,7 @@ static int ff_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 
 	if (size > (1ULL << 46))
 		return -ENOMEM;
-	r = FF_OP(pa, ff_take(pa, pt_round(size), &b));
+	r = FF_OP(pa, ff_take(pa, sefer__pt_round(size), &b));
 	*off = b + 8;
 	return r;
 }
@@ -182,7 +182,7 @@ static int ff_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 static int do_free(struct palloc *pa, uint64_t off)
 {
 	uint64_t b, v;
-	int r = pt_user_block(pa, off, &b, &v);
+	int r = sefer__pt_user_block(pa, off, &b, &v);
 
 	return r ? r : ff_give(pa, b, pb_size(v));
 }
@@ -194,8 +194,8 @@ static int ff_free(struct palloc *pa, uint64_t off)
 
 static int do_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff)
 {
-	uint64_t b, v, nv, need = pt_round(size), nb;
-	int r = pt_user_block(pa, off, &b, &v);
+	uint64_t b, v, nv, need = sefer__pt_round(size), nb;
+	int r = sefer__pt_user_block(pa, off, &b, &v);
 
 	if (r)
 		return r;
@@ -205,13 +205,13 @@ static int do_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 	if (need <= bs)
 		return 0;
 	if (b + bs == pa->tail) {
-		pt_set(pa, b, need, true);
+		sefer__pt_set(pa, b, need, true);
 		pa->tail = b + need;
-		pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-		pstore_tx_len(pa->s, pa->tail);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+		sefer__pstore_tx_len(pa->s, pa->tail);
 		return 0;
 	}
-	r = pt_hdr(pa, b + bs, &nv);
+	r = sefer__pt_hdr(pa, b + bs, &nv);
 	if (r)
 		return r == -EINVAL ? -EUCLEAN : r;
 	if (!(nv & PB_USED) && bs + pb_size(nv) >= need) {	/* absorb the free neighbour */
@@ -222,25 +222,25 @@ static int do_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *
 			return r;
 		unlink_blk(pa, p, n);
 		if (total - need >= PT_MIN) {
-			pt_set(pa, b, need, true);
+			sefer__pt_set(pa, b, need, true);
 			return ff_give(pa, b + need, total - need);
 		}
-		pt_set(pa, b, total, true);
+		sefer__pt_set(pa, b, total, true);
 		return 0;
 	}
 	uint64_t keep = bs - 16;
 
-	if (keep + 256 > pstore_max_record(pa->s) / 2)
+	if (keep + 256 > sefer__pstore_max_record(pa->s) / 2)
 		return -E2BIG;
 	uint8_t *tmp = malloc(keep);
 
 	if (!tmp)
 		return -ENOMEM;
-	r = pstore_read_tx(pa->s, off, tmp, keep);
+	r = sefer__pstore_read_tx(pa->s, off, tmp, keep);
 	if (!r)
 		r = ff_take(pa, need, &nb);
 	if (!r) {
-		pstore_tx_blob(pa->s, nb + 8, tmp, keep);
+		sefer__pstore_tx_blob(pa->s, nb + 8, tmp, keep);
 		r = ff_give(pa, b, bs);
 		*newoff = nb + 8;
 	}
@@ -260,7 +260,7 @@ static int ff_create(struct palloc *pa)
 	pa->priv = calloc(1, sizeof(struct ff));
 	if (!pa->priv)
 		return -ENOMEM;
-	return pa_header_create(pa, 1);
+	return sefer__pa_header_create(pa, 1);
 }
 
 static int ff_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
@@ -270,18 +270,18 @@ static int ff_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	pa->priv = calloc(1, sizeof(struct ff));
 	if (!pa->priv)
 		return -ENOMEM;
-	r = pa_header_open(pa, 1);
-	if (!r && pa_get_word(pa, PA_LIST_OFF, &F(pa)->head)) {
-		pa_msg(pa, "free list head fails its check (corrupted metadata)");
+	r = sefer__pa_header_open(pa, 1);
+	if (!r && sefer__pa_get_word(pa, PA_LIST_OFF, &F(pa)->head)) {
+		sefer__pa_msg(pa, "free list head fails its check (corrupted metadata)");
 		r = -EUCLEAN;
 	}
 	if (!r && scan) {
 		struct sefer_pverify v = { 0 };
 
-		r = pa_firstfit_ops.verify(pa, &v);
+		r = sefer__pa_firstfit_ops.verify(pa, &v);
 		rep->blocks_scanned = v.blocks;
 		if (r)
-			pa_msg(pa, "arena scan: %s", v.msg);
+			sefer__pa_msg(pa, "arena scan: %s", v.msg);
 	}
 	return r;
 }
@@ -290,14 +290,14 @@ static int ff_walk_fn(void *arg, uint64_t b, uint64_t size, bool used)
 {
 	int r;
 
-	pt_walk_block(arg, b, size, used, &r);
+	sefer__pt_walk_block(arg, b, size, used, &r);
 	return r; /* a free block needs no check here: ff_verify walks the list itself */
 }
 
 static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 {
 	struct pt_walk w = { .v = v };
-	int r = pt_walk(pa, ff_walk_fn, &w, v->msg, sizeof(v->msg));
+	int r = sefer__pt_walk(pa, ff_walk_fn, &w, v->msg, sizeof(v->msg));
 	uint64_t n = 0, prev = 0, p, nx, hv;
 
 	for (uint64_t b = F(pa)->head; !r && b; b = nx, n++) {
@@ -306,7 +306,7 @@ static int ff_verify(struct palloc *pa, struct sefer_pverify *v)
 			r = -EUCLEAN;
 			break;
 		}
-		r = pt_hdr(pa, b, &hv);
+		r = sefer__pt_hdr(pa, b, &hv);
 		if (!r && (hv & PB_USED))
 			r = -EUCLEAN;
 		if (!r)
@@ -333,7 +333,7 @@ static int ff_walk_blocks(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_
 	struct sefer_pverify v = { 0 };
 	struct pt_walk w = { .v = &v, .fn = fn, .arg = arg };
 
-	return pt_walk(pa, ff_walk_fn, &w, v.msg, sizeof(v.msg));
+	return sefer__pt_walk(pa, ff_walk_fn, &w, v.msg, sizeof(v.msg));
 }
 
 static void ff_stats(struct palloc *pa, struct sefer_pstats *st)
@@ -355,7 +355,7 @@ static void ff_close(struct palloc *pa)
 	pa->priv = NULL;
 }
 
-const struct sefer_palloc_ops pa_firstfit_ops = {
+SEFER_INTERNAL const struct sefer_palloc_ops sefer__pa_firstfit_ops = {
 	.name = "first-fit",
 	.magic = { 'A', 'L', 'F', 'F' },
 	.group_commit = false,
@@ -364,10 +364,10 @@ const struct sefer_palloc_ops pa_firstfit_ops = {
 	.alloc = ff_alloc,
 	.realloc = ff_realloc,
 	.free = ff_free,
-	.usable = pt_usable,
+	.usable = sefer__pt_usable,
 	.verify = ff_verify,
 	.walk = ff_walk_blocks,
-	.compact = pt_compact,
+	.compact = sefer__pt_compact,
 	.stats = ff_stats,
 	.close = ff_close,
 };

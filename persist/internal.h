@@ -24,7 +24,7 @@
 #endif
 
 /* ---------------------------------------------------------------- crc.c */
-uint32_t pcrc32c(uint32_t crc, const void *buf, size_t len);
+SEFER_INTERNAL uint32_t sefer__pcrc32c(uint32_t crc, const void *buf, size_t len);
 
 /*
  * Checked metadata words: 48 bits of value, 16 bits of check derived from the value, the
@@ -32,8 +32,8 @@ uint32_t pcrc32c(uint32_t crc, const void *buf, size_t len);
  * another offset fails the check (with probability 1 - 2^-16 each).
  */
 #define PW_MASK ((1ULL << 48) - 1)
-uint64_t pword_make(uint64_t salt, uint64_t off, uint64_t val);
-bool pword_ok(uint64_t salt, uint64_t off, uint64_t word);
+SEFER_INTERNAL uint64_t sefer__pword_make(uint64_t salt, uint64_t off, uint64_t val);
+SEFER_INTERNAL bool sefer__pword_ok(uint64_t salt, uint64_t off, uint64_t word);
 static inline uint64_t pword_val(uint64_t word)
 {
 	return word & PW_MASK;
@@ -61,8 +61,8 @@ static inline void pmutex_unlock(pthread_mutex_t *m) __releases(m)
 /*
  * Every file access of persist/ goes through these wrappers over sefer_os. With a fault plan
  * installed they inject seeded failures (before or after a write, short writes, failed
- * syncs); with crash simulation on they remember unsynced writes so that pio_crash() can leave
- * the file as a crash would: any subset of them, in any order, torn at 512-byte sectors.
+ * syncs); with crash simulation on they remember unsynced writes so that sefer__pio_crash() can
+ * leave the file as a crash would: any subset of them, in any order, torn at 512-byte sectors.
  */
 struct pio_plan {
 	uint64_t seed;
@@ -72,22 +72,24 @@ struct pio_plan {
 	uint64_t crash_at;	/* crash at this I/O call (1-based), 0: never */
 };
 
-void pio_set_plan(const struct pio_plan *plan);	/* NULL: plain I/O */
+SEFER_INTERNAL void sefer__pio_set_plan(const struct pio_plan *plan);	/* NULL: plain I/O */
 /* Crash now: roll the file back to a random crash image; every later call fails with -EIO. */
-void pio_crash(void);
-bool pio_crashed(void);
-uint64_t pio_calls(void);
-uint64_t pio_faults(void);
+SEFER_INTERNAL void sefer__pio_crash(void);
+SEFER_INTERNAL bool sefer__pio_crashed(void);
+SEFER_INTERNAL uint64_t sefer__pio_calls(void);
+SEFER_INTERNAL uint64_t sefer__pio_faults(void);
 
-__must_check sefer_file_t pio_open(const char *path, int flags);
-void pio_close(sefer_file_t f);
-/* pio_read and pio_write: all of len, or -errno */
-__must_check int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off);
-__must_check int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off);
-__must_check int pio_sync(sefer_file_t f);
-__must_check int pio_truncate(sefer_file_t f, uint64_t len);
-__must_check int64_t pio_size(sefer_file_t f);
-__must_check int pio_lock(sefer_file_t f);
+SEFER_INTERNAL __must_check sefer_file_t sefer__pio_open(const char *path, int flags);
+SEFER_INTERNAL void sefer__pio_close(sefer_file_t f);
+/* sefer__pio_read and sefer__pio_write: all of len, or -errno */
+SEFER_INTERNAL __must_check int sefer__pio_read(sefer_file_t f, void *buf, size_t len,
+						uint64_t off);
+SEFER_INTERNAL __must_check int sefer__pio_write(sefer_file_t f, const void *buf, size_t len,
+						 uint64_t off);
+SEFER_INTERNAL __must_check int sefer__pio_sync(sefer_file_t f);
+SEFER_INTERNAL __must_check int sefer__pio_truncate(sefer_file_t f, uint64_t len);
+SEFER_INTERNAL __must_check int64_t sefer__pio_size(sefer_file_t f);
+SEFER_INTERNAL __must_check int sefer__pio_lock(sefer_file_t f);
 
 /* ---------------------------------------------------------------- store.c */
 #define PSTORE_HDR_BYTES 512
@@ -103,22 +105,23 @@ struct pcache {
 	uint64_t *key;
 	uint8_t **page;
 	size_t cap, n;
-	int err;		/* sticky error of pcache_apply (a failed read, no memory) */
+	int err;		/* sticky error of sefer__pcache_apply (a failed read, no memory) */
 };
 
 struct pstore;
-const uint8_t *pcache_find(const struct pcache *c, uint64_t pg);
+SEFER_INTERNAL const uint8_t *sefer__pcache_find(const struct pcache *c, uint64_t pg);
 /* Write len bytes at payload offset off into the cache (pages read from disk on first use). */
-void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *data,
-		  uint64_t len);
-/* prec_entries callback: pcache_apply into the store's own cache (arg: the store). */
-void pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len);
+SEFER_INTERNAL void sefer__pcache_apply(struct pcache *c, struct pstore *s, uint64_t off,
+					const void *data, uint64_t len);
+/* sefer__prec_entries callback: sefer__pcache_apply into the store's own cache (arg: the store). */
+SEFER_INTERNAL void sefer__pcache_apply_entry(void *store, uint64_t off, const void *data,
+					      uint64_t len);
 /* Payload bytes [off, off + len): cached pages from memory, the others from disk. */
-__must_check int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf,
-			     size_t len);
+SEFER_INTERNAL __must_check int sefer__pcache_read(const struct pcache *c, struct pstore *s,
+						   uint64_t off, void *buf, size_t len);
 /* Write every cached page in place, in file order (unsynced); grows s->file_len to cover. */
-__must_check int pcache_write_back(const struct pcache *c, struct pstore *s);
-void pcache_drop(struct pcache *c);
+SEFER_INTERNAL __must_check int sefer__pcache_write_back(const struct pcache *c, struct pstore *s);
+SEFER_INTERNAL void sefer__pcache_drop(struct pcache *c);
 
 struct precbuf {		/* a growable byte buffer of log records */
 	uint8_t *p;
@@ -160,47 +163,53 @@ struct pstore_open_info {
 	uint64_t replayed, trimmed;
 };
 
-__must_check int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err,
-			       size_t elen);
-__must_check int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info,
-			     char *err, size_t elen);
+SEFER_INTERNAL __must_check int sefer__pstore_create(struct pstore *s, const char *path,
+						     uint64_t wal_size, char *err, size_t elen);
+SEFER_INTERNAL __must_check int sefer__pstore_open(struct pstore *s, const char *path,
+						   struct pstore_open_info *info, char *err,
+						   size_t elen);
 /* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
-__must_check int pstore_finish_open(struct pstore *s, uint64_t *trimmed);
-int pstore_close(struct pstore *s, bool clean);
+SEFER_INTERNAL __must_check int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed);
+SEFER_INTERNAL int sefer__pstore_close(struct pstore *s, bool clean);
 
 /*
  * Building a record: the caller serialises tx_begin..tx_end (the allocator's lock).
  * tx_word/tx_blob add absolute writes; tx_len sets the payload length after the record.
- * tx_end appends it and gives its seq (0 when the record is empty); pstore_wait(seq) returns
+ * tx_end appends it and gives its seq (0 when the record is empty); sefer__pstore_wait(seq) returns
  * once that record is synced and applied to the page cache (or the store failed).
  */
-void pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock);
-void pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val) __must_hold(&s->tx_lock);
-void pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf, size_t len)
+SEFER_INTERNAL void sefer__pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock);
+SEFER_INTERNAL void sefer__pstore_tx_word(struct pstore *s, uint64_t off, uint64_t val)
 	__must_hold(&s->tx_lock);
-void pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock);
-size_t pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock);
+SEFER_INTERNAL void sefer__pstore_tx_blob(struct pstore *s, uint64_t off, const void *buf,
+					  size_t len) __must_hold(&s->tx_lock);
+SEFER_INTERNAL void sefer__pstore_tx_len(struct pstore *s, uint64_t len) __must_hold(&s->tx_lock);
+SEFER_INTERNAL size_t sefer__pstore_tx_size(struct pstore *s) __must_hold(&s->tx_lock);
 /* *seq = 0: an empty record */
-int pstore_tx_end(struct pstore *s, uint64_t *seq) __releases(&s->tx_lock);
-void pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock);
-__must_check int pstore_wait(struct pstore *s, uint64_t seq);
+SEFER_INTERNAL int sefer__pstore_tx_end(struct pstore *s, uint64_t *seq) __releases(&s->tx_lock);
+SEFER_INTERNAL void sefer__pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock);
+SEFER_INTERNAL __must_check int sefer__pstore_wait(struct pstore *s, uint64_t seq);
 /* Group commit: an op starts / has appended its record (or will append none). */
-void pstore_op_begin(struct pstore *s);
-void pstore_op_appended(struct pstore *s);
-size_t pstore_max_record(struct pstore *s);
+SEFER_INTERNAL void sefer__pstore_op_begin(struct pstore *s);
+SEFER_INTERNAL void sefer__pstore_op_appended(struct pstore *s);
+SEFER_INTERNAL size_t sefer__pstore_max_record(struct pstore *s);
 
 /* Reads see every appended record, synced or not. */
-__must_check int pstore_read(struct pstore *s, uint64_t off, void *buf, size_t len);
-__must_check int pstore_read_word(struct pstore *s, uint64_t off, uint64_t *w);
-/* As pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
-__must_check int pstore_read_tx(struct pstore *s, uint64_t off, void *buf, size_t len);
-uint64_t pstore_len(struct pstore *s);
-__must_check int pstore_sync_all(struct pstore *s);
+SEFER_INTERNAL __must_check int sefer__pstore_read(struct pstore *s, uint64_t off, void *buf,
+						   size_t len);
+SEFER_INTERNAL __must_check int sefer__pstore_read_word(struct pstore *s, uint64_t off,
+							uint64_t *w);
+/* As sefer__pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
+SEFER_INTERNAL __must_check int sefer__pstore_read_tx(struct pstore *s, uint64_t off, void *buf,
+						      size_t len);
+SEFER_INTERNAL uint64_t sefer__pstore_len(struct pstore *s);
+SEFER_INTERNAL __must_check int sefer__pstore_sync_all(struct pstore *s);
 
 /* The plain durable byte stack: each call is one record and returns after its sync. */
-__must_check int pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
-__must_check int pstore_discard(struct pstore *s, uint64_t len);
-__must_check int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len);
+SEFER_INTERNAL __must_check int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
+SEFER_INTERNAL __must_check int sefer__pstore_discard(struct pstore *s, uint64_t len);
+SEFER_INTERNAL __must_check int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf,
+						  size_t len);
 
 /* ---------------------------------------------------------------- allocators */
 #define PA_HDR_END 504		/* first block header; user offsets are 16-byte aligned */
@@ -216,8 +225,8 @@ struct palloc;
  * select the instance at open.
  *
  * Locking: every op runs under the palloc's own mutex (pa->lock) and builds at most one store
- * record between pstore_tx_begin and pstore_tx_end; the generic layer (pstore.c) waits for
- * that record's sync, after releasing pa->lock when .group_commit is set (so concurrent
+ * record between sefer__pstore_tx_begin and sefer__pstore_tx_end; the generic layer (pstore.c)
+ *waits for that record's sync, after releasing pa->lock when .group_commit is set (so concurrent
  * operations share a sync) or while holding it otherwise.
  *
  * Return values: 0 or a negative errno; -EINVAL for a foreign offset or double free (nothing
@@ -261,24 +270,30 @@ struct palloc {
 	void *priv;			/* the allocator's in-memory state */
 	uint64_t seq;			/* the record the current op appended (0: none) */
 	int dead;			/* an op failed after changing memory: all ops fail */
-	uint8_t *win;			/* pa_scan_read's window over the arena */
+	uint8_t *win;			/* sefer__pa_scan_read's window over the arena */
 	uint64_t wpos, wlen;
 	char *err;			/* where open explains a refusal */
 	size_t elen;
 };
 
-extern const struct sefer_palloc_ops pa_segregated_ops, pa_firstfit_ops, pa_bestfit_ops;
+SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_segregated_ops;
+SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_firstfit_ops;
+SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_bestfit_ops;
 
 /* Shared allocator-header helpers (pstore.c). */
-__must_check int pa_header_create(struct palloc *pa, unsigned nlists);
-__must_check int pa_header_open(struct palloc *pa, unsigned nlists);
-int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val);	/* checked read */
-/* A checked tx write; pa_commit: pstore_tx_end into pa->seq, a failure kills pa. */
-void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock);
-int pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock);
-int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w);	/* windowed arena reader */
-void pa_scan_end(struct palloc *pa);
-void pa_msg(struct palloc *pa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+SEFER_INTERNAL __must_check int sefer__pa_header_create(struct palloc *pa, unsigned nlists);
+SEFER_INTERNAL __must_check int sefer__pa_header_open(struct palloc *pa, unsigned nlists);
+SEFER_INTERNAL int sefer__pa_get_word(struct palloc *pa, uint64_t off,
+				      uint64_t *val); /* checked read */
+/* A checked tx write; sefer__pa_commit: sefer__pstore_tx_end into pa->seq, a failure kills pa. */
+SEFER_INTERNAL void sefer__pa_put_word(struct palloc *pa, uint64_t off, uint64_t val)
+	__must_hold(&pa->s->tx_lock);
+SEFER_INTERNAL int sefer__pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock);
+SEFER_INTERNAL int sefer__pa_scan_read(struct palloc *pa, uint64_t off,
+				       uint64_t *w); /* windowed arena reader */
+SEFER_INTERNAL void sefer__pa_scan_end(struct palloc *pa);
+SEFER_INTERNAL void sefer__pa_msg(struct palloc *pa, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Block header word value: size (multiple of 16) | in-use bit. */
 #define PB_USED 1ULL
@@ -290,15 +305,19 @@ static inline uint64_t pb_size(uint64_t v)
 /*
  * tags.c: boundary-tagged blocks for first-fit and best-fit: a checked header word at b and
  * the same value as a checked footer word at b + size - 8; user offset b + 8, usable
- * size - 16. Reads go through pstore_read_tx (callers are inside a record).
+ * size - 16. Reads go through sefer__pstore_read_tx (callers are inside a record).
  */
 #define PT_MIN 32ULL
-uint64_t pt_round(uint64_t size);
-int pt_word(struct palloc *pa, uint64_t off, uint64_t *val);		/* checked, tx-aware */
-int pt_hdr(struct palloc *pa, uint64_t b, uint64_t *v);		/* checked header read */
-void pt_set(struct palloc *pa, uint64_t b, uint64_t size, bool used);	/* header + footer */
-int pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv);	/* -ENOENT: first */
-int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v);
+SEFER_INTERNAL uint64_t sefer__pt_round(uint64_t size);
+SEFER_INTERNAL int sefer__pt_word(struct palloc *pa, uint64_t off,
+				  uint64_t *val); /* checked, tx-aware */
+SEFER_INTERNAL int sefer__pt_hdr(struct palloc *pa, uint64_t b,
+				 uint64_t *v); /* checked header read */
+SEFER_INTERNAL void sefer__pt_set(struct palloc *pa, uint64_t b, uint64_t size,
+				  bool used); /* header + footer */
+SEFER_INTERNAL int sefer__pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb,
+				  uint64_t *pv); /* -ENOENT: first */
+SEFER_INTERNAL int sefer__pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v);
 /* Walk the arena checking tags; fn(arg, b, size, used) non-zero stops. msg: first problem. */
 /* What both boundary-tag allocators' walk callbacks share (tags.c). */
 struct pt_walk {
@@ -311,12 +330,13 @@ struct pt_walk {
  * Returns true when the block is handled (*ret is the callback's result), false for a free
  * block during verification, which the allocator then checks against its own index.
  */
-bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret);
+SEFER_INTERNAL bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used,
+					 int *ret);
 /* usable() of the boundary-tag allocators: the block's size less its two tags. */
-uint64_t pt_usable(struct palloc *pa, uint64_t off);
+SEFER_INTERNAL uint64_t sefer__pt_usable(struct palloc *pa, uint64_t off);
 /* compact() of the boundary-tag allocators: they merge and trim at every free already. */
-int pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
-int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
-	    char *msg, size_t mlen);
+SEFER_INTERNAL int sefer__pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed);
+SEFER_INTERNAL int sefer__pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool),
+				  void *arg, char *msg, size_t mlen);
 
 #endif /* SEFER_PERSIST_INTERNAL_H */

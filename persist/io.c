@@ -7,7 +7,7 @@
  *    seeded; a failing write is dropped before it is issued, issued in full and then reported
  *    failed, or issued short (a prefix) and reported failed;
  *  - crash simulation: every write since the last successful sync is remembered with the bytes
- *    it replaced. pio_crash() rolls those writes back and then re-applies a random subset of
+ *    it replaced. sefer__pio_crash() rolls those writes back and then re-applies a random subset of
  *    them in a random order, each either whole or torn at 512-byte sector boundaries: the file
  *    then holds what a power cut could have left on the disk. Later calls fail with -EIO, as
  *    for a process that died.
@@ -61,7 +61,7 @@ static void undo_clear(sefer_file_t f)
 	nundo = j;
 }
 
-void pio_set_plan(const struct pio_plan *p)
+void sefer__pio_set_plan(const struct pio_plan *p)
 {
 	pmutex_lock(&io_lock);
 	for (size_t i = 0; i < nundo; i++) {
@@ -176,7 +176,7 @@ static void crash_locked(void) __must_hold(&io_lock)
 	crashed = true;
 }
 
-void pio_crash(void)
+void sefer__pio_crash(void)
 {
 	pmutex_lock(&io_lock);
 	if (!crashed)
@@ -184,7 +184,7 @@ void pio_crash(void)
 	pmutex_unlock(&io_lock);
 }
 
-bool pio_crashed(void)
+bool sefer__pio_crashed(void)
 {
 	bool c;
 
@@ -194,12 +194,12 @@ bool pio_crashed(void)
 	return c;
 }
 
-uint64_t pio_calls(void)
+uint64_t sefer__pio_calls(void)
 {
 	return ncalls;
 }
 
-uint64_t pio_faults(void)
+uint64_t sefer__pio_faults(void)
 {
 	return nfaults;
 }
@@ -254,7 +254,7 @@ static void remember(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 	undo[nundo++] = u;
 }
 
-int pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
+int sefer__pio_write(sefer_file_t f, const void *buf, size_t len, uint64_t off)
 {
 	int r;
 
@@ -288,7 +288,7 @@ out:
 	return r;
 }
 
-int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
+int sefer__pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 {
 	int r;
 
@@ -304,7 +304,7 @@ int pio_read(sefer_file_t f, void *buf, size_t len, uint64_t off)
 	return r ? r : raw_read(f, buf, len, off);
 }
 
-int pio_sync(sefer_file_t f)
+int sefer__pio_sync(sefer_file_t f)
 {
 	int r;
 
@@ -323,7 +323,7 @@ int pio_sync(sefer_file_t f)
 	return r;
 }
 
-int pio_truncate(sefer_file_t f, uint64_t len)
+int sefer__pio_truncate(sefer_file_t f, uint64_t len)
 {
 	int r;
 
@@ -339,12 +339,12 @@ int pio_truncate(sefer_file_t f, uint64_t len)
 	return r;
 }
 
-sefer_file_t pio_open(const char *path, int flags)
+sefer_file_t sefer__pio_open(const char *path, int flags)
 {
 	return sefer_os.open_file(path, flags);
 }
 
-void pio_close(sefer_file_t f)
+void sefer__pio_close(sefer_file_t f)
 {
 	pmutex_lock(&io_lock);
 	undo_clear(f);
@@ -352,12 +352,12 @@ void pio_close(sefer_file_t f)
 	sefer_os.close_file(f);
 }
 
-int64_t pio_size(sefer_file_t f)
+int64_t sefer__pio_size(sefer_file_t f)
 {
 	return sefer_os.file_size(f);
 }
 
-int pio_lock(sefer_file_t f)
+int sefer__pio_lock(sefer_file_t f)
 {
 	return sefer_os.lock_file(f);
 }

@@ -38,7 +38,7 @@ static size_t find_slot(const struct pcache *c, uint64_t pg)
 	return j;
 }
 
-const uint8_t *pcache_find(const struct pcache *c, uint64_t pg)
+const uint8_t *sefer__pcache_find(const struct pcache *c, uint64_t pg)
 {
 	if (!c->n)
 		return NULL;
@@ -91,7 +91,7 @@ static uint8_t *page_get(struct pcache *c, struct pstore *s, uint64_t pg)
 		c->err = -ENOMEM;
 		return NULL;
 	}
-	c->err = pio_read(s->f, p, PCACHE_PAGE, s->data_off + pg * PCACHE_PAGE);
+	c->err = sefer__pio_read(s->f, p, PCACHE_PAGE, s->data_off + pg * PCACHE_PAGE);
 	if (c->err) {
 		free(p);
 		return NULL;
@@ -102,7 +102,7 @@ static uint8_t *page_get(struct pcache *c, struct pstore *s, uint64_t pg)
 	return p;
 }
 
-void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *data,
+void sefer__pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *data,
 		  uint64_t len)
 {
 	const uint8_t *d = data;
@@ -121,14 +121,15 @@ void pcache_apply(struct pcache *c, struct pstore *s, uint64_t off, const void *
 	}
 }
 
-void pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len)
+void sefer__pcache_apply_entry(void *store, uint64_t off, const void *data, uint64_t len)
 {
 	struct pstore *s = store;
 
-	pcache_apply(&s->cache, s, off, data, len);
+	sefer__pcache_apply(&s->cache, s, off, data, len);
 }
 
-int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf, size_t len)
+int sefer__pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *buf,
+		       size_t len)
 {
 	uint8_t *out = buf;
 	uint64_t miss_off = 0;
@@ -137,11 +138,11 @@ int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *bu
 	while (len) {
 		uint64_t in = off % PCACHE_PAGE;
 		size_t n = PCACHE_PAGE - in < len ? (size_t)(PCACHE_PAGE - in) : len;
-		const uint8_t *p = pcache_find(c, off / PCACHE_PAGE);
+		const uint8_t *p = sefer__pcache_find(c, off / PCACHE_PAGE);
 
 		if (p) {
 			if (miss_len) {		/* read the pages not cached in one call */
-				int r = pio_read(s->f, out - miss_len, miss_len,
+				int r = sefer__pio_read(s->f, out - miss_len, miss_len,
 						 s->data_off + miss_off);
 
 				if (r)
@@ -158,7 +159,8 @@ int pcache_read(const struct pcache *c, struct pstore *s, uint64_t off, void *bu
 		off += n;
 		len -= n;
 	}
-	return miss_len ? pio_read(s->f, out - miss_len, miss_len, s->data_off + miss_off) : 0;
+	return miss_len ? sefer__pio_read(s->f, out - miss_len, miss_len, s->data_off + miss_off)
+			: 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -168,7 +170,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int pcache_write_back(const struct pcache *c, struct pstore *s)
+int sefer__pcache_write_back(const struct pcache *c, struct pstore *s)
 {
 	uint64_t *order;
 	size_t k = 0;
@@ -188,7 +190,7 @@ int pcache_write_back(const struct pcache *c, struct pstore *s)
 	}
 	qsort(order, k, 2 * sizeof(uint64_t), cmp_u64);	/* in file order */
 	for (size_t i = 0; i < k && !r; i++)
-		r = pio_write(s->f, c->page[order[2 * i + 1]], PCACHE_PAGE,
+		r = sefer__pio_write(s->f, c->page[order[2 * i + 1]], PCACHE_PAGE,
 			      s->data_off + order[2 * i] * PCACHE_PAGE);
 	/* a page past the end (replayed at open) made the file longer: zero_fill starts after */
 	uint64_t end = s->data_off + (order[2 * (k - 1)] + 1) * PCACHE_PAGE;
@@ -199,7 +201,7 @@ int pcache_write_back(const struct pcache *c, struct pstore *s)
 	return r;
 }
 
-void pcache_drop(struct pcache *c)
+void sefer__pcache_drop(struct pcache *c)
 {
 	for (size_t i = 0; i < c->cap; i++)
 		free(c->page[i]);

@@ -35,20 +35,20 @@ struct sefer_pstore {
 
 static const struct sefer_palloc_ops *const all_ops[SEFER_PALLOC_KINDS] = {
 #ifdef CONFIG_PERSIST_SEGREGATED
-	[SEFER_PALLOC_SEGREGATED] = &pa_segregated_ops,
+	[SEFER_PALLOC_SEGREGATED] = &sefer__pa_segregated_ops,
 #endif
 #ifdef CONFIG_PERSIST_FIRSTFIT
-	[SEFER_PALLOC_FIRSTFIT] = &pa_firstfit_ops,
+	[SEFER_PALLOC_FIRSTFIT] = &sefer__pa_firstfit_ops,
 #endif
 #ifdef CONFIG_PERSIST_BESTFIT
-	[SEFER_PALLOC_BESTFIT] = &pa_bestfit_ops,
+	[SEFER_PALLOC_BESTFIT] = &sefer__pa_bestfit_ops,
 #endif
 };
 static const char *const kind_names[SEFER_PALLOC_KINDS] = { "segregated", "first-fit",
 							   "best-fit-tree" };
 static const char kind_magic[SEFER_PALLOC_KINDS][4] = { "ALSG", "ALFF", "ALBT" };
 
-void pa_msg(struct palloc *pa, const char *fmt, ...)
+void sefer__pa_msg(struct palloc *pa, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,34 +59,34 @@ void pa_msg(struct palloc *pa, const char *fmt, ...)
 	va_end(ap);
 }
 
-int pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val)
+int sefer__pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val)
 {
 	uint64_t w;
-	int r = pstore_read_word(pa->s, off, &w);
+	int r = sefer__pstore_read_word(pa->s, off, &w);
 
 	if (r)
 		return r;
-	if (!pword_ok(pa->salt, off, w))
+	if (!sefer__pword_ok(pa->salt, off, w))
 		return -EUCLEAN;
 	*val = pword_val(w);
 	return 0;
 }
 
-void pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock)
+void sefer__pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock)
 {
-	pstore_tx_word(pa->s, off, pword_make(pa->salt, off, val));
+	sefer__pstore_tx_word(pa->s, off, sefer__pword_make(pa->salt, off, val));
 }
 
-int pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock)
+int sefer__pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock)
 {
-	int r = pstore_tx_end(pa->s, &pa->seq);
+	int r = sefer__pstore_tx_end(pa->s, &pa->seq);
 
 	if (r && !pa->dead)
 		pa->dead = r;
 	return r;
 }
 
-int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
+int sefer__pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
 {
 	if (!pa->win) {
 		pa->win = malloc(WINDOW);
@@ -95,7 +95,7 @@ int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
 		pa->wlen = 0;
 	}
 	if (off < pa->wpos || off + 8 > pa->wpos + pa->wlen) {
-		uint64_t end = pstore_len(pa->s);
+		uint64_t end = sefer__pstore_len(pa->s);
 		uint64_t n = end > off ? end - off : 8;
 		int r;
 
@@ -103,7 +103,7 @@ int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
 			n = WINDOW;
 		if (n < 8)
 			n = 8;
-		r = pstore_read(pa->s, off, pa->win, n);
+		r = sefer__pstore_read(pa->s, off, pa->win, n);
 		if (r) {
 			pa->wlen = 0;
 			return r;
@@ -115,7 +115,7 @@ int pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
 	return 0;
 }
 
-void pa_scan_end(struct palloc *pa)
+void sefer__pa_scan_end(struct palloc *pa)
 {
 	free(pa->win);
 	pa->win = NULL;
@@ -134,7 +134,7 @@ static uint64_t new_salt(void)
 	return salt | 1;
 }
 
-int pa_header_create(struct palloc *pa, unsigned nlists)
+int sefer__pa_header_create(struct palloc *pa, unsigned nlists)
 {
 	uint8_t h[32] = { 0 };
 	uint32_t v = PA_VERSION, crc;
@@ -144,25 +144,25 @@ int pa_header_create(struct palloc *pa, unsigned nlists)
 	memcpy(h + 4, &v, 4);
 	memcpy(h + 8, &pa->salt, 8);
 	memcpy(h + 16, &nlists, 4);
-	crc = pcrc32c(0, h, 24);
+	crc = sefer__pcrc32c(0, h, 24);
 	memcpy(h + 24, &crc, 4);
 	pa->tail = PA_HDR_END;
-	pstore_tx_begin(pa->s);
-	pstore_tx_len(pa->s, PA_HDR_END);
-	pstore_tx_blob(pa->s, 0, h, 32);
-	pa_put_word(pa, PA_TAIL_OFF, PA_HDR_END);
-	pa_put_word(pa, PA_ROOT_OFF, 0);
+	sefer__pstore_tx_begin(pa->s);
+	sefer__pstore_tx_len(pa->s, PA_HDR_END);
+	sefer__pstore_tx_blob(pa->s, 0, h, 32);
+	sefer__pa_put_word(pa, PA_TAIL_OFF, PA_HDR_END);
+	sefer__pa_put_word(pa, PA_ROOT_OFF, 0);
 	for (unsigned i = 0; i < nlists; i++)
-		pa_put_word(pa, PA_LIST_OFF + 8ULL * i, 0);
-	return pa_commit(pa);
+		sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * i, 0);
+	return sefer__pa_commit(pa);
 }
 
-int pa_header_open(struct palloc *pa, unsigned nlists)
+int sefer__pa_header_open(struct palloc *pa, unsigned nlists)
 {
 	uint8_t h[32];
 	uint32_t v, n, crc;
 	uint64_t root;
-	int r = pstore_read(pa->s, 0, h, 32);
+	int r = sefer__pstore_read(pa->s, 0, h, 32);
 
 	if (r)
 		return r;
@@ -170,30 +170,32 @@ int pa_header_open(struct palloc *pa, unsigned nlists)
 	memcpy(&pa->salt, h + 8, 8);
 	memcpy(&n, h + 16, 4);
 	memcpy(&crc, h + 24, 4);
-	if (pcrc32c(0, h, 24) != crc) {
-		pa_msg(pa, "allocator header checksum mismatch (corrupted metadata)");
+	if (sefer__pcrc32c(0, h, 24) != crc) {
+		sefer__pa_msg(pa, "allocator header checksum mismatch (corrupted metadata)");
 		return -EUCLEAN;
 	}
 	if (v != PA_VERSION) {
-		pa_msg(pa, "allocator version %u is newer than this library (version %u)", v,
+		sefer__pa_msg(pa, "allocator version %u is newer than this library (version %u)", v,
 		       PA_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (n != nlists) {
-		pa_msg(pa, "allocator header names %u lists, %s has %u", n, pa->ops->name, nlists);
+		sefer__pa_msg(pa, "allocator header names %u lists, %s has %u", n, pa->ops->name,
+			      nlists);
 		return -EUCLEAN;
 	}
-	if (pa_get_word(pa, PA_TAIL_OFF, &pa->tail)) {
-		pa_msg(pa, "allocator tail word fails its check (corrupted metadata)");
+	if (sefer__pa_get_word(pa, PA_TAIL_OFF, &pa->tail)) {
+		sefer__pa_msg(pa, "allocator tail word fails its check (corrupted metadata)");
 		return -EUCLEAN;
 	}
-	if (pa->tail < PA_HDR_END || pa->tail > pstore_len(pa->s)) {
-		pa_msg(pa, "allocator tail %llu is outside the committed payload (%llu bytes)",
-		       (unsigned long long)pa->tail, (unsigned long long)pstore_len(pa->s));
+	if (pa->tail < PA_HDR_END || pa->tail > sefer__pstore_len(pa->s)) {
+		sefer__pa_msg(
+			pa, "allocator tail %llu is outside the committed payload (%llu bytes)",
+			(unsigned long long)pa->tail, (unsigned long long)sefer__pstore_len(pa->s));
 		return -EUCLEAN;
 	}
-	if (pa_get_word(pa, PA_ROOT_OFF, &root)) {
-		pa_msg(pa, "root slot fails its check (corrupted metadata)");
+	if (sefer__pa_get_word(pa, PA_ROOT_OFF, &root)) {
+		sefer__pa_msg(pa, "root slot fails its check (corrupted metadata)");
 		return -EUCLEAN;
 	}
 	return 0;
@@ -221,7 +223,7 @@ static void free_handle(struct sefer_pstore *h)
 {
 	if (h->pa.ops && h->pa.priv)
 		h->pa.ops->close(&h->pa);
-	pa_scan_end(&h->pa);
+	sefer__pa_scan_end(&h->pa);
 	pthread_mutex_destroy(&h->pa.lock);
 	free(h);
 }
@@ -252,7 +254,7 @@ int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
 		return -ENOMEM;
 	if (wal < 64 * 1024)
 		wal = 64 * 1024;
-	r = pstore_create(&h->s, path, wal, h->pa.err, h->pa.elen);
+	r = sefer__pstore_create(&h->s, path, wal, h->pa.err, h->pa.elen);
 	if (r) {
 		free_handle(h);
 		return r;
@@ -261,10 +263,11 @@ int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
 	h->pa.ops = all_ops[kind];
 	r = h->pa.ops->create(&h->pa);
 	if (!r)
-		r = pstore_wait(&h->s, h->pa.seq);
+		r = sefer__pstore_wait(&h->s, h->pa.seq);
 	if (r) {
-		pa_msg(&h->pa, "%s: cannot write the allocator header: %s", path, strerror(-r));
-		pstore_close(&h->s, false);
+		sefer__pa_msg(&h->pa, "%s: cannot write the allocator header: %s", path,
+			      strerror(-r));
+		sefer__pstore_close(&h->s, false);
 		free_handle(h);
 		return r;
 	}
@@ -285,7 +288,7 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 	h = new_handle(o);
 	if (!h)
 		return -ENOMEM;
-	r = pstore_open(&h->s, path, &info, h->pa.err, h->pa.elen);
+	r = sefer__pstore_open(&h->s, path, &info, h->pa.err, h->pa.elen);
 	if (r) {
 		free_handle(h);
 		return r;
@@ -293,12 +296,12 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 	rep.clean = info.clean;
 	rep.wal_records = info.replayed;
 	r = -EUCLEAN;
-	if (pstore_len(&h->s) < PA_HDR_END) {
-		pa_msg(&h->pa, "%s: truncated allocator header (payload is %llu bytes)", path,
-		       (unsigned long long)pstore_len(&h->s));
+	if (sefer__pstore_len(&h->s) < PA_HDR_END) {
+		sefer__pa_msg(&h->pa, "%s: truncated allocator header (payload is %llu bytes)",
+			      path, (unsigned long long)sefer__pstore_len(&h->s));
 		goto fail;
 	}
-	r = pstore_read(&h->s, 0, magic, 4);
+	r = sefer__pstore_read(&h->s, 0, magic, 4);
 	if (r)
 		goto fail;
 	for (kind = 0; kind < SEFER_PALLOC_KINDS; kind++)
@@ -306,25 +309,26 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 			break;
 	r = -EUCLEAN;
 	if (kind == SEFER_PALLOC_KINDS) {
-		pa_msg(&h->pa, "%s: bad allocator magic %02x%02x%02x%02x", path, (uint8_t)magic[0],
-		       (uint8_t)magic[1], (uint8_t)magic[2], (uint8_t)magic[3]);
+		sefer__pa_msg(&h->pa, "%s: bad allocator magic %02x%02x%02x%02x", path,
+			      (uint8_t)magic[0], (uint8_t)magic[1], (uint8_t)magic[2],
+			      (uint8_t)magic[3]);
 		goto fail;
 	}
 	if (!all_ops[kind]) {
 		r = -EOPNOTSUPP;
-		pa_msg(&h->pa, "%s: allocator %s is not built in", path, kind_names[kind]);
+		sefer__pa_msg(&h->pa, "%s: allocator %s is not built in", path, kind_names[kind]);
 		goto fail;
 	}
 	h->pa.ops = all_ops[kind];
 	r = h->pa.ops->open(&h->pa, !(o && (o->flags & SEFER_P_NOSCAN)), &rep);
 	if (r) {
-		pa_msg(&h->pa, "%s: %s allocator refused the file: %s", path, h->pa.ops->name,
-		       strerror(-r));
+		sefer__pa_msg(&h->pa, "%s: %s allocator refused the file: %s", path,
+			      h->pa.ops->name, strerror(-r));
 		goto fail;
 	}
-	r = pstore_finish_open(&h->s, &rep.bytes_trimmed);
+	r = sefer__pstore_finish_open(&h->s, &rep.bytes_trimmed);
 	if (r) {
-		pa_msg(&h->pa, "%s: cannot commit recovery: %s", path, strerror(-r));
+		sefer__pa_msg(&h->pa, "%s: cannot commit recovery: %s", path, strerror(-r));
 		goto fail;
 	}
 	h->s.async = o && (o->flags & SEFER_P_ASYNC);
@@ -335,7 +339,7 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 	*out = h;
 	return 0;
 fail:
-	pstore_close(&h->s, false);
+	sefer__pstore_close(&h->s, false);
 	free_handle(h);
 	return r;
 }
@@ -346,7 +350,7 @@ int sefer_pstore_close(struct sefer_pstore *h)
 
 	if (!h)
 		return 0;
-	r = pstore_close(&h->s, !h->pa.dead && !h->s.err);
+	r = sefer__pstore_close(&h->s, !h->pa.dead && !h->s.err);
 	if (!r)
 		r = h->pa.dead ? h->pa.dead : h->s.err;
 	free_handle(h);
@@ -365,11 +369,11 @@ static int finish(struct sefer_pstore *h, int r) __releases(&h->pa.lock)
 		seq = 0;	/* SEFER_P_ASYNC: durable at the next sefer_psync() or flush */
 	if (h->pa.ops->group_commit) {
 		pmutex_unlock(&h->pa.lock);
-		pstore_op_appended(&h->s);
-		return r ? r : pstore_wait(&h->s, seq);
+		sefer__pstore_op_appended(&h->s);
+		return r ? r : sefer__pstore_wait(&h->s, seq);
 	}
 	if (!r)
-		r = pstore_wait(&h->s, seq);
+		r = sefer__pstore_wait(&h->s, seq);
 	pmutex_unlock(&h->pa.lock);
 	return r;
 }
@@ -384,7 +388,7 @@ static int enter(struct sefer_pstore *h) __acquires(&h->pa.lock)
 {
 	atomic_fetch_add_explicit(&h->ops, 1, memory_order_relaxed);
 	if (h->pa.ops->group_commit)
-		pstore_op_begin(&h->s);
+		sefer__pstore_op_begin(&h->s);
 	pmutex_lock(&h->pa.lock);
 	h->pa.seq = 0;
 	return h->pa.dead ? h->pa.dead : h->s.err;
@@ -395,7 +399,7 @@ static int leave(struct sefer_pstore *h, int r) __releases(&h->pa.lock)
 {
 	pmutex_unlock(&h->pa.lock);
 	if (h->pa.ops->group_commit)
-		pstore_op_appended(&h->s);
+		sefer__pstore_op_appended(&h->s);
 	return r;
 }
 
@@ -429,7 +433,7 @@ int sefer_prealloc(struct sefer_pstore *h, uint64_t off, size_t size, uint64_t *
 	if (keep > size)
 		keep = size;
 	r = sefer_palloc(h, size, &n);
-	size_t chunk = pstore_max_record(&h->s) / 2;
+	size_t chunk = sefer__pstore_max_record(&h->s) / 2;
 	uint8_t *tmp = r ? NULL : malloc(chunk);
 
 	if (!r && !tmp)
@@ -461,7 +465,7 @@ size_t sefer_pusable(struct sefer_pstore *h, uint64_t off)
 
 int sefer_pwrite(struct sefer_pstore *h, uint64_t off, uint64_t pos, const void *buf, size_t len)
 {
-	size_t chunk = pstore_max_record(&h->s) - 64;
+	size_t chunk = sefer__pstore_max_record(&h->s) - 64;
 	const uint8_t *p = buf;
 	int r = 0;
 
@@ -475,9 +479,9 @@ int sefer_pwrite(struct sefer_pstore *h, uint64_t off, uint64_t pos, const void 
 
 		if (!u || pos + len > u || pos + len < pos)
 			return leave(h, -EINVAL);
-		pstore_tx_begin(&h->s);
-		pstore_tx_blob(&h->s, off + pos, p, n);
-		r = finish(h, pa_commit(&h->pa));
+		sefer__pstore_tx_begin(&h->s);
+		sefer__pstore_tx_blob(&h->s, off + pos, p, n);
+		r = finish(h, sefer__pa_commit(&h->pa));
 		p += n;
 		pos += n;
 		len -= n;
@@ -491,7 +495,7 @@ int sefer_pread(struct sefer_pstore *h, uint64_t off, uint64_t pos, void *buf, s
 
 	if (!u || pos + len > u || pos + len < pos)
 		return -EINVAL;
-	return pstore_read(&h->s, off + pos, buf, len);
+	return sefer__pstore_read(&h->s, off + pos, buf, len);
 }
 
 int sefer_pset_root(struct sefer_pstore *h, uint64_t off)
@@ -502,9 +506,9 @@ int sefer_pset_root(struct sefer_pstore *h, uint64_t off)
 		return leave(h, r);
 	if (off && !h->pa.ops->usable(&h->pa, off))
 		return leave(h, -EINVAL);
-	pstore_tx_begin(&h->s);
-	pa_put_word(&h->pa, PA_ROOT_OFF, off);
-	return finish(h, pa_commit(&h->pa));
+	sefer__pstore_tx_begin(&h->s);
+	sefer__pa_put_word(&h->pa, PA_ROOT_OFF, off);
+	return finish(h, sefer__pa_commit(&h->pa));
 }
 
 uint64_t sefer_pget_root(struct sefer_pstore *h)
@@ -512,7 +516,7 @@ uint64_t sefer_pget_root(struct sefer_pstore *h)
 	uint64_t v = 0;
 
 	pmutex_lock(&h->pa.lock);
-	if (pa_get_word(&h->pa, PA_ROOT_OFF, &v))
+	if (sefer__pa_get_word(&h->pa, PA_ROOT_OFF, &v))
 		v = 0;
 	pmutex_unlock(&h->pa.lock);
 	return v;
@@ -520,7 +524,7 @@ uint64_t sefer_pget_root(struct sefer_pstore *h)
 
 int sefer_psync(struct sefer_pstore *h)
 {
-	return pstore_sync_all(&h->s);
+	return sefer__pstore_sync_all(&h->s);
 }
 
 int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed)
@@ -532,7 +536,7 @@ int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed)
 		return leave(h, r);
 	r = finish(h, h->pa.ops->compact(&h->pa, merged ? merged : &m, trimmed ? trimmed : &t));
 	if (!r)
-		r = pstore_sync_all(&h->s);
+		r = sefer__pstore_sync_all(&h->s);
 	return r;
 }
 

@@ -9,7 +9,7 @@
 #include "persist/wal.h"
 
 /* Walk a record's entries; fn(off, data, len). Returns false when malformed. */
-bool prec_entries(const uint8_t *r, const struct rec *h,
+bool sefer__prec_entries(const uint8_t *r, const struct rec *h,
 			void (*fn)(void *, uint64_t, const void *, uint64_t), void *arg)
 {
 	uint64_t pos = REC_HDR;

@@ -40,7 +40,7 @@ struct seg {
 };
 
 /* Smallest class whose size is >= bsize (bsize a multiple of 16, >= 16). */
-unsigned seg_class(uint64_t bsize)
+unsigned sefer__seg_class(uint64_t bsize)
 {
 	if (bsize <= 256)
 		return (unsigned)(bsize >> 4) - 1;
@@ -52,7 +52,7 @@ unsigned seg_class(uint64_t bsize)
 	return 16 + (p - 8) * 4 + (unsigned)((s >> (p - 2)) & 3);
 }
 
-uint64_t seg_class_size(unsigned c)
+uint64_t sefer__seg_class_size(unsigned c)
 {
 	if (c < 16)
 		return (uint64_t)(c + 1) << 4;
@@ -64,11 +64,11 @@ uint64_t seg_class_size(unsigned c)
 }
 
 /* The list a free block of bsize belongs on: the largest class with size <= bsize. */
-unsigned seg_list(uint64_t bsize)
+unsigned sefer__seg_list(uint64_t bsize)
 {
-	unsigned c = seg_class(bsize);
+	unsigned c = sefer__seg_class(bsize);
 
-	if (c == OVERSIZE || seg_class_size(c) == bsize)
+	if (c == OVERSIZE || sefer__seg_class_size(c) == bsize)
 		return c;
 	return c - 1;		/* class c would promise more than bsize */
 }
@@ -86,10 +86,10 @@ static int get_hdr(struct palloc *pa, uint64_t b, uint64_t *v)
 
 	if (b < PA_HDR_END || b % 16 != 8 || b + 16 > pa->tail)
 		return -EINVAL;
-	r = pstore_read_word(pa->s, b, &w);
+	r = sefer__pstore_read_word(pa->s, b, &w);
 	if (r)
 		return r;
-	if (!pword_ok(pa->salt, b, w))
+	if (!sefer__pword_ok(pa->salt, b, w))
 		return -EINVAL;
 	*v = pword_val(w);
 	if (pb_size(*v) < 16 || b + pb_size(*v) > pa->tail)
@@ -99,12 +99,12 @@ static int get_hdr(struct palloc *pa, uint64_t b, uint64_t *v)
 
 static void put_hdr(struct palloc *pa, uint64_t b, uint64_t size, bool used)
 {
-	pa_put_word(pa, b, size | (used ? PB_USED : 0));
+	sefer__pa_put_word(pa, b, size | (used ? PB_USED : 0));
 }
 
 static int get_link(struct palloc *pa, uint64_t b, uint64_t *next)
 {
-	int r = pa_get_word(pa, b + 8, next);
+	int r = sefer__pa_get_word(pa, b + 8, next);
 
 	if (r)
 		return r;
@@ -115,11 +115,11 @@ static int get_link(struct palloc *pa, uint64_t b, uint64_t *next)
 
 static void push(struct palloc *pa, uint64_t b, uint64_t size)
 {
-	unsigned c = seg_list(size);
+	unsigned c = sefer__seg_list(size);
 
 	put_hdr(pa, b, size, false);
-	pa_put_word(pa, b + 8, S(pa)->heads[c]);
-	pa_put_word(pa, PA_LIST_OFF + 8ULL * c, b);
+	sefer__pa_put_word(pa, b + 8, S(pa)->heads[c]);
+	sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * c, b);
 	S(pa)->heads[c] = b;
 }
 
@@ -129,12 +129,12 @@ static void push(struct palloc *pa, uint64_t b, uint64_t size)
  */
 static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
 {
-	unsigned c = seg_class(need);
+	unsigned c = sefer__seg_class(need);
 	uint64_t b, v, next;
 	int r;
 
 	if (c < OVERSIZE) {
-		need = seg_class_size(c);
+		need = sefer__seg_class_size(c);
 		b = S(pa)->heads[c];
 		if (b) {
 			r = get_hdr(pa, b, &v);
@@ -144,7 +144,7 @@ static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *si
 				r = get_link(pa, b, &next);
 			if (r)
 				return r == -EINVAL ? -EUCLEAN : r;
-			pa_put_word(pa, PA_LIST_OFF + 8ULL * c, next);
+			sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * c, next);
 			S(pa)->heads[c] = next;
 			put_hdr(pa, b, pb_size(v), true);
 			*bp = b;
@@ -166,9 +166,9 @@ static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *si
 				uint64_t size = pb_size(v);
 
 				if (prev)
-					pa_put_word(pa, prev + 8, next);
+					sefer__pa_put_word(pa, prev + 8, next);
 				else {
-					pa_put_word(pa, PA_LIST_OFF + 8ULL * OVERSIZE, next);
+					sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * OVERSIZE, next);
 					S(pa)->heads[OVERSIZE] = next;
 				}
 				if (size - need >= 256) {
@@ -189,8 +189,8 @@ static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *si
 		return -ENOMEM;
 	put_hdr(pa, b, need, true);
 	pa->tail = b + need;
-	pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-	pstore_tx_len(pa->s, pa->tail);
+	sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+	sefer__pstore_tx_len(pa->s, pa->tail);
 	*bp = b;
 	*sizep = need;
 	return 0;
@@ -201,8 +201,8 @@ static void seg_give(struct palloc *pa, uint64_t b, uint64_t size)
 {
 	if (b + size == pa->tail) {
 		pa->tail = b;
-		pa_put_word(pa, PA_TAIL_OFF, b);
-		pstore_tx_len(pa->s, b);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, b);
+		sefer__pstore_tx_len(pa->s, b);
 	} else {
 		push(pa, b, size);
 	}
@@ -222,14 +222,14 @@ static int seg_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 
 	if (size > (1ULL << 46))
 		return -ENOMEM;
-	pstore_tx_begin(pa->s);
+	sefer__pstore_tx_begin(pa->s);
 	r = seg_take(pa, need_of(size), &b, &bs);
 	if (r) {
-		pstore_tx_abort(pa->s);
+		sefer__pstore_tx_abort(pa->s);
 		return r;
 	}
 	*off = b + 8;
-	return pa_commit(pa);
+	return sefer__pa_commit(pa);
 }
 
 static int seg_free(struct palloc *pa, uint64_t off)
@@ -241,9 +241,9 @@ static int seg_free(struct palloc *pa, uint64_t off)
 		return r;
 	if (!(v & PB_USED))
 		return -EINVAL;		/* double free */
-	pstore_tx_begin(pa->s);
+	sefer__pstore_tx_begin(pa->s);
 	seg_give(pa, b, pb_size(v));
-	return pa_commit(pa);
+	return sefer__pa_commit(pa);
 }
 
 static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff)
@@ -263,36 +263,36 @@ static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t 
 	if (need <= bs)
 		return 0;			/* fits: nothing changes on disk */
 	if (b + bs == pa->tail) {		/* last block: grow in place */
-		unsigned c = seg_class(need);
+		unsigned c = sefer__seg_class(need);
 
 		if (c < OVERSIZE)
-			need = seg_class_size(c);
-		pstore_tx_begin(pa->s);
+			need = sefer__seg_class_size(c);
+		sefer__pstore_tx_begin(pa->s);
 		put_hdr(pa, b, need, true);
 		pa->tail = b + need;
-		pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-		pstore_tx_len(pa->s, pa->tail);
-		return pa_commit(pa);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+		sefer__pstore_tx_len(pa->s, pa->tail);
+		return sefer__pa_commit(pa);
 	}
 	uint64_t keep = bs - 8;
 
-	if (keep + 256 > pstore_max_record(pa->s) / 2)
+	if (keep + 256 > sefer__pstore_max_record(pa->s) / 2)
 		return -E2BIG;			/* pstore.c moves it in several records */
 	uint8_t *tmp = malloc(keep);
 
 	if (!tmp)
 		return -ENOMEM;
-	r = pstore_read(pa->s, off, tmp, keep);
+	r = sefer__pstore_read(pa->s, off, tmp, keep);
 	if (!r) {
-		pstore_tx_begin(pa->s);
+		sefer__pstore_tx_begin(pa->s);
 		r = seg_take(pa, need, &nb, &ns);
 		if (r) {
-			pstore_tx_abort(pa->s);
+			sefer__pstore_tx_abort(pa->s);
 		} else {
-			pstore_tx_blob(pa->s, nb + 8, tmp, keep);
+			sefer__pstore_tx_blob(pa->s, nb + 8, tmp, keep);
 			seg_give(pa, b, bs);
 			*newoff = nb + 8;
-			r = pa_commit(pa);
+			r = sefer__pa_commit(pa);
 		}
 	}
 	free(tmp);
@@ -313,7 +313,7 @@ static int seg_create(struct palloc *pa)
 	pa->priv = calloc(1, sizeof(struct seg));
 	if (!pa->priv)
 		return -ENOMEM;
-	return pa_header_create(pa, NLISTS);
+	return sefer__pa_header_create(pa, NLISTS);
 }
 
 /* ---------------------------------------------------------------- the arena scan */
@@ -339,10 +339,10 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 	for (uint64_t b = PA_HDR_END; b < pa->tail;) {
 		uint64_t w, val, size;
 
-		r = pa_scan_read(pa, b, &w);
+		r = sefer__pa_scan_read(pa, b, &w);
 		if (r)
 			break;
-		if (!pword_ok(pa->salt, b, w)) {
+		if (!sefer__pword_ok(pa->salt, b, w)) {
 			snprintf(v->msg, sizeof(v->msg), "block header at %llu fails its check",
 				 (unsigned long long)b);
 			r = -EUCLEAN;
@@ -365,7 +365,7 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 		} else if (!fn) {
 			uint64_t lw;
 
-			r = pa_scan_read(pa, b + 8, &lw);
+			r = sefer__pa_scan_read(pa, b + 8, &lw);
 			if (r)
 				break;
 			if (sc->n == sc->cap) {
@@ -379,13 +379,13 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 				sc->f = nf;
 				sc->cap = nc;
 			}
-			sc->f[sc->n++] = (struct fblk){ b, size, pword_val(lw), seg_list(size), false,
-							pword_ok(pa->salt, b + 8, lw) };
+			sc->f[sc->n++] = (struct fblk){ b, size, pword_val(lw), sefer__seg_list(size), false,
+							sefer__pword_ok(pa->salt, b + 8, lw) };
 			sc->free_bytes += size;
 		}
 		b += size;
 	}
-	pa_scan_end(pa);
+	sefer__pa_scan_end(pa);
 	return r;
 }
 
@@ -464,11 +464,12 @@ static int seg_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	pa->priv = calloc(1, sizeof(struct seg));
 	if (!pa->priv)
 		return -ENOMEM;
-	r = pa_header_open(pa, NLISTS);
+	r = sefer__pa_header_open(pa, NLISTS);
 	for (unsigned c = 0; !r && c < NLISTS; c++) {
-		r = pa_get_word(pa, PA_LIST_OFF + 8ULL * c, &S(pa)->heads[c]);
+		r = sefer__pa_get_word(pa, PA_LIST_OFF + 8ULL * c, &S(pa)->heads[c]);
 		if (r)
-			pa_msg(pa, "free list head %u fails its check (corrupted metadata)", c);
+			sefer__pa_msg(pa, "free list head %u fails its check (corrupted metadata)",
+				      c);
 	}
 	if (r || !scan)
 		return r;
@@ -481,28 +482,28 @@ static int seg_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	if (!r)
 		r = check_lists(pa, &sc, &v, NULL);
 	if (r) {
-		pa_msg(pa, "arena scan: %s", v.msg);
+		sefer__pa_msg(pa, "arena scan: %s", v.msg);
 		free(sc.f);
 		return r;
 	}
 	rep->blocks_scanned = sc.blocks;
-	pstore_tx_begin(pa->s);
+	sefer__pstore_tx_begin(pa->s);
 	for (size_t i = 0; i < sc.n; i++) {
 		if (sc.f[i].seen)
 			continue;
-		if (pstore_tx_size(pa->s) + 64 > pstore_max_record(pa->s)) {
-			r = pa_commit(pa);
+		if (sefer__pstore_tx_size(pa->s) + 64 > sefer__pstore_max_record(pa->s)) {
+			r = sefer__pa_commit(pa);
 			if (r) {
 				free(sc.f);
 				return r;
 			}
-			pstore_tx_begin(pa->s);
+			sefer__pstore_tx_begin(pa->s);
 		}
 		push(pa, sc.f[i].b, sc.f[i].size);
 		rep->orphans_relinked++;
 		rep->orphan_bytes += sc.f[i].size;
 	}
-	r = pa_commit(pa);
+	r = sefer__pa_commit(pa);
 	free(sc.f);
 	return r;
 }
@@ -538,26 +539,26 @@ static int seg_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 			sc.f[out++] = sc.f[i];
 		}
 	}
-	if ((uint64_t)out * 48 + 1024 > pstore_max_record(pa->s)) {
+	if ((uint64_t)out * 48 + 1024 > sefer__pstore_max_record(pa->s)) {
 		free(sc.f);
 		return -E2BIG;
 	}
-	pstore_tx_begin(pa->s);
+	sefer__pstore_tx_begin(pa->s);
 	for (unsigned c = 0; c < NLISTS; c++) {
 		S(pa)->heads[c] = 0;
-		pa_put_word(pa, PA_LIST_OFF + 8ULL * c, 0);
+		sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * c, 0);
 	}
 	if (out && sc.f[out - 1].b + sc.f[out - 1].size == pa->tail) {
 		out--;
 		*trimmed = sc.f[out].size;
 		pa->tail = sc.f[out].b;
-		pa_put_word(pa, PA_TAIL_OFF, pa->tail);
-		pstore_tx_len(pa->s, pa->tail);
+		sefer__pa_put_word(pa, PA_TAIL_OFF, pa->tail);
+		sefer__pstore_tx_len(pa->s, pa->tail);
 	}
 	for (size_t i = out; i-- > 0;)
 		push(pa, sc.f[i].b, sc.f[i].size);
 	free(sc.f);
-	return pa_commit(pa);
+	return sefer__pa_commit(pa);
 }
 
 static void seg_stats(struct palloc *pa, struct sefer_pstats *st)
@@ -581,7 +582,7 @@ static void seg_close(struct palloc *pa)
 	pa->priv = NULL;
 }
 
-const struct sefer_palloc_ops pa_segregated_ops = {
+SEFER_INTERNAL const struct sefer_palloc_ops sefer__pa_segregated_ops = {
 	.name = "segregated",
 	.magic = { 'A', 'L', 'S', 'G' },
 	.group_commit = true,

@@ -5,10 +5,13 @@
 
 #include <stdint.h>
 
+#include "include/sefer/compiler.h"
+
 #define SEG_NUM_CLASSES 33
 
-unsigned seg_class(uint64_t bsize);		/* smallest class with size >= bsize */
-uint64_t seg_class_size(unsigned c);		/* UINT64_MAX for the oversized class */
-unsigned seg_list(uint64_t bsize);		/* list of a free block: largest class <= bsize */
+SEFER_INTERNAL unsigned sefer__seg_class(uint64_t bsize);  /* smallest class with size >= bsize */
+SEFER_INTERNAL uint64_t sefer__seg_class_size(unsigned c); /* UINT64_MAX for the oversized class */
+SEFER_INTERNAL unsigned
+sefer__seg_list(uint64_t bsize); /* list of a free block: largest class <= bsize */
 
 #endif

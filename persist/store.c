@@ -8,8 +8,8 @@
  * the batch to the page cache (pcache.c: memory). A full log or a full cache is checkpointed:
  * write the cached pages in place, sync, header := {ckpt_seq, committed length}, sync; the
  * cache empties and the log restarts at its beginning. Open replays the records from ckpt_seq
- * on (checksummed, consecutive seq) into the cache, then (pstore_finish_open) checkpoints and
- * trims the file to the committed length, rounded up to a page.
+ * on (checksummed, consecutive seq) into the cache, then (sefer__pstore_finish_open) checkpoints
+ * and trims the file to the committed length, rounded up to a page.
  *
  * Invariants:
  *  - records are numbered consecutively; durable_seq only grows; a record is written to the log
@@ -94,7 +94,7 @@ static void set_wal_size(struct pstore *s, uint64_t wal_size)
 
 static void free_common(struct pstore *s)
 {
-	pcache_drop(&s->cache);
+	sefer__pcache_drop(&s->cache);
 	free(s->pend.p);
 	free(s->flight.p);
 	free(s->tx.p);
@@ -118,7 +118,7 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
 	h.committed_len = len;
 	h.ckpt_seq = ckpt_seq;
 	h.ckpt_count = s->ckpt_count;
-	h.crc = pcrc32c(0, &h, offsetof(struct shdr, crc));
+	h.crc = sefer__pcrc32c(0, &h, offsetof(struct shdr, crc));
 	/*
 	 * One sector, written whole by the device. A failed (or short) write is retried: a torn
 	 * header left behind would make the store unreadable, and the log it names may already
@@ -127,7 +127,7 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
 	int r = -EIO;
 
 	for (int i = 0; i < 8 && r; i++)
-		r = pio_write(s->f, &h, sizeof(h), 0);
+		r = sefer__pio_write(s->f, &h, sizeof(h), 0);
 	return r;
 }
 
@@ -136,7 +136,7 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
  * also commits the file system's block allocation (a journal commit, several times the cost
  * of a data sync). The log region is filled at create; the payload grows a megabyte ahead.
  */
-int pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
+int sefer__pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 {
 	static const uint8_t zero[64 << 10];
 	int r = 0;
@@ -144,62 +144,63 @@ int pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 	while (!r && from < end) {
 		uint64_t n = end - from < sizeof(zero) ? end - from : sizeof(zero);
 
-		r = pio_write(s->f, zero, n, from);
+		r = sefer__pio_write(s->f, zero, n, from);
 		from += n;
 	}
 	return r;
 }
 
 /* write back, sync, header := (ckpt_seq, len, flags), sync. Leader or exclusive owner only. */
-int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
+int sefer__pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags)
 {
-	int r = pcache_write_back(&s->cache, s);
+	int r = sefer__pcache_write_back(&s->cache, s);
 
 	if (!r)
-		r = pio_sync(s->f);
+		r = sefer__pio_sync(s->f);
 
 	if (!r) {
 		s->ckpt_count++;
 		r = write_header(s, ckpt_seq, len, flags);
 	}
 	if (!r)
-		r = pio_sync(s->f);
+		r = sefer__pio_sync(s->f);
 	s->syncs += 2;
 	if (!r) {
 		s->ckpt_seq = ckpt_seq;
 		s->wal_pos = 0;
 		pmutex_lock(&s->lock);	/* readers look at the cache under lock */
-		pcache_drop(&s->cache);
+		sefer__pcache_drop(&s->cache);
 		pmutex_unlock(&s->lock);
 	}
 	return r;
 }
 
-int pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err, size_t elen)
+int sefer__pstore_create(struct pstore *s, const char *path, uint64_t wal_size, char *err,
+			 size_t elen)
 {
 	int r;
 
 	init_common(s);
 	set_wal_size(s, (wal_size + 4095) & ~4095ULL);
-	s->f = pio_open(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
+	s->f = sefer__pio_open(path, SEFER_OPEN_CREATE | SEFER_OPEN_EXCL);
 	if (s->f < 0) {
 		r = (int)s->f;
 		emsg(err, elen, "%s: cannot create: %s", path, strerror(-r));
 		free_common(s);
 		return r;
 	}
-	r = pio_lock(s->f);
+	r = sefer__pio_lock(s->f);
 	if (!r)
-		r = pstore_zero_fill(s, PSTORE_WAL_OFF, s->data_off);
+		r = sefer__pstore_zero_fill(s, PSTORE_WAL_OFF, s->data_off);
 	s->next_seq = s->durable_seq = s->ckpt_seq = 1;
 	s->file_len = s->data_off;
 	if (!r)
 		r = write_header(s, 1, 0, 0);
 	if (!r)
-		r = pio_sync(s->f);
+		r = sefer__pio_sync(s->f);
 	if (r) {
 		emsg(err, elen, "%s: cannot initialise: %s", path, strerror(-r));
-		pio_close(s->f);
+		sefer__pio_close(s->f);
 		free_common(s);
 	}
 	return r;
@@ -237,7 +238,7 @@ static const uint8_t *wal_at(struct wal_rd *w, uint64_t pos, uint64_t n)
 		w->buf = nb;
 		w->cap = want;
 	}
-	w->err = pio_read(w->s->f, w->buf, want, PSTORE_WAL_OFF + pos);
+	w->err = sefer__pio_read(w->s->f, w->buf, want, PSTORE_WAL_OFF + pos);
 	if (w->err) {
 		w->len = 0;
 		return NULL;
@@ -265,12 +266,12 @@ static bool rec_ok_at(struct wal_rd *w, uint64_t pos, struct rec *h, const uint8
 	uint32_t crc;
 
 	z.crc = 0;
-	crc = pcrc32c(0, &z, REC_HDR);
-	crc = pcrc32c(crc, p + REC_HDR, h->len - REC_HDR);
+	crc = sefer__pcrc32c(0, &z, REC_HDR);
+	crc = sefer__pcrc32c(crc, p + REC_HDR, h->len - REC_HDR);
 	*rp = p;
 	return crc == h->crc;
 }
-int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
+int sefer__pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
 		size_t elen)
 {
 	struct shdr h;
@@ -280,26 +281,26 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 
 	init_common(s);
 	memset(info, 0, sizeof(*info));
-	s->f = pio_open(path, 0);
+	s->f = sefer__pio_open(path, 0);
 	if (s->f < 0) {
 		r = (int)s->f;
 		emsg(err, elen, "%s: cannot open: %s", path, strerror(-r));
 		free_common(s);
 		return r;
 	}
-	r = pio_lock(s->f);
+	r = sefer__pio_lock(s->f);
 	if (r) {
 		emsg(err, elen, "%s: store is in use by another process (file lock held)", path);
 		goto fail;
 	}
-	fsz = pio_size(s->f);
+	fsz = sefer__pio_size(s->f);
 	if (fsz < 0) {
 		r = (int)fsz;
 		emsg(err, elen, "%s: cannot stat: %s", path, strerror(-r));
 		goto fail;
 	}
 	r = -EUCLEAN;
-	if (fsz < 8 || pio_read(s->f, &h, 8, 0) || memcmp(h.magic, store_magic, 7)) {
+	if (fsz < 8 || sefer__pio_read(s->f, &h, 8, 0) || memcmp(h.magic, store_magic, 7)) {
 		emsg(err, elen, "%s: bad magic: not a sefer persist store", path);
 		goto fail;
 	}
@@ -314,12 +315,12 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 		     (long long)fsz, PSTORE_HDR_BYTES);
 		goto fail;
 	}
-	if (pio_read(s->f, &h, sizeof(h), 0)) {
+	if (sefer__pio_read(s->f, &h, sizeof(h), 0)) {
 		r = -EIO;
 		emsg(err, elen, "%s: cannot read header", path);
 		goto fail;
 	}
-	if (pcrc32c(0, &h, offsetof(struct shdr, crc)) != h.crc) {
+	if (sefer__pcrc32c(0, &h, offsetof(struct shdr, crc)) != h.crc) {
 		emsg(err, elen, "%s: header checksum mismatch (corrupted metadata)", path);
 		goto fail;
 	}
@@ -346,7 +347,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	/*
 	 * Read the log through a window: the valid prefix from ckpt_seq is applied to the page
 	 * cache (nothing written), then the rest of the log is searched for a record that proves
-	 * a synced record bad. The file is first written by pstore_finish_open, once the
+	 * a synced record bad. The file is first written by sefer__pstore_finish_open, once the
 	 * allocator has accepted the image too.
 	 */
 	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len;
@@ -354,13 +355,13 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	struct rec rh;
 
 	while (rec_ok_at(&w, pos, &rh, &rp) && rh.seq == seq) {
-		if (!prec_entries(rp, &rh, NULL, NULL)) {
+		if (!sefer__prec_entries(rp, &rh, NULL, NULL)) {
 			r = -EUCLEAN;
 			emsg(err, elen, "%s: log record %llu is malformed", path,
 			     (unsigned long long)seq);
 			goto fail;
 		}
-		prec_entries(rp, &rh, pcache_apply_entry, s);
+		sefer__prec_entries(rp, &rh, sefer__pcache_apply_entry, s);
 		len = rh.new_len;
 		pos += rh.len;
 		seq++;
@@ -399,7 +400,7 @@ int pstore_open(struct pstore *s, const char *path, struct pstore_open_info *inf
 	return 0;
 fail:
 	free(w.buf);
-	pio_close(s->f);
+	sefer__pio_close(s->f);
 	free_common(s);
 	return r;
 }
@@ -416,30 +417,30 @@ static int trim_file(struct pstore *s, uint64_t *trimmed)
 	*trimmed = 0;
 	if (s->file_len > keep) {
 		*trimmed = s->file_len - keep;
-		r = pio_truncate(s->f, keep);
+		r = sefer__pio_truncate(s->f, keep);
 		s->file_len = keep;
 	}
 	return r;
 }
 
-int pstore_finish_open(struct pstore *s, uint64_t *trimmed)
+int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 {
-	int r = pstore_checkpoint(s, s->next_seq, s->len, 0);
+	int r = sefer__pstore_checkpoint(s, s->next_seq, s->len, 0);
 
 	*trimmed = 0;
 	return r ? r : trim_file(s, trimmed);
 }
 
-int pstore_close(struct pstore *s, bool clean)
+int sefer__pstore_close(struct pstore *s, bool clean)
 {
 	uint64_t trimmed;
-	int r = clean ? pstore_sync_all(s) : -EIO;
+	int r = clean ? sefer__pstore_sync_all(s) : -EIO;
 
 	if (clean && !r)
-		r = pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
+		r = sefer__pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
 	if (clean && !r)
 		r = trim_file(s, &trimmed);
-	pio_close(s->f);
+	sefer__pio_close(s->f);
 	free_common(s);
 	return clean ? r : 0;
 }
@@ -449,46 +450,46 @@ int pstore_close(struct pstore *s, bool clean)
 static int end_wait(struct pstore *s) __releases(&s->tx_lock)
 {
 	uint64_t seq;
-	int r = pstore_tx_end(s, &seq);
+	int r = sefer__pstore_tx_end(s, &seq);
 
-	return r ? r : pstore_wait(s, seq);
+	return r ? r : sefer__pstore_wait(s, seq);
 }
 
-int pstore_extend(struct pstore *s, uint64_t len, uint64_t *off)
+int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off)
 {
-	pstore_tx_begin(s);
+	sefer__pstore_tx_begin(s);
 	*off = s->tx_len;
-	pstore_tx_len(s, s->tx_len + len);
+	sefer__pstore_tx_len(s, s->tx_len + len);
 	return end_wait(s);
 }
 
-int pstore_discard(struct pstore *s, uint64_t len)
+int sefer__pstore_discard(struct pstore *s, uint64_t len)
 {
-	pstore_tx_begin(s);
+	sefer__pstore_tx_begin(s);
 	if (len > s->tx_len) {
-		pstore_tx_abort(s);
+		sefer__pstore_tx_abort(s);
 		return -EINVAL;
 	}
-	pstore_tx_len(s, s->tx_len - len);
+	sefer__pstore_tx_len(s, s->tx_len - len);
 	return end_wait(s);
 }
 
-int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
+int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
 {
-	size_t chunk = pstore_max_record(s) - REC_HDR - 16;
+	size_t chunk = sefer__pstore_max_record(s) - REC_HDR - 16;
 	const uint8_t *p = buf;
 	uint64_t seq = 0;
 
 	while (len) {
 		size_t n = len < chunk ? len : chunk;
 
-		pstore_tx_begin(s);
+		sefer__pstore_tx_begin(s);
 		if (off + n > s->tx_len) {
-			pstore_tx_abort(s);
+			sefer__pstore_tx_abort(s);
 			return -EINVAL;
 		}
-		pstore_tx_blob(s, off, p, n);
-		int r = pstore_tx_end(s, &seq);
+		sefer__pstore_tx_blob(s, off, p, n);
+		int r = sefer__pstore_tx_end(s, &seq);
 
 		if (r)
 			return r;
@@ -496,5 +497,5 @@ int pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
 		off += n;
 		len -= n;
 	}
-	return pstore_wait(s, seq);
+	return sefer__pstore_wait(s, seq);
 }

@@ -9,33 +9,33 @@
 
 #include "persist/internal.h"
 
-uint64_t pt_round(uint64_t size)
+uint64_t sefer__pt_round(uint64_t size)
 {
 	uint64_t n = (size + 16 + 15) & ~15ULL;
 
 	return n < PT_MIN ? PT_MIN : n;
 }
 
-int pt_word(struct palloc *pa, uint64_t off, uint64_t *val)
+int sefer__pt_word(struct palloc *pa, uint64_t off, uint64_t *val)
 {
 	uint64_t w;
-	int r = pstore_read_tx(pa->s, off, &w, 8);
+	int r = sefer__pstore_read_tx(pa->s, off, &w, 8);
 
 	if (r)
 		return r;
-	if (!pword_ok(pa->salt, off, w))
+	if (!sefer__pword_ok(pa->salt, off, w))
 		return -EUCLEAN;
 	*val = pword_val(w);
 	return 0;
 }
 
-int pt_hdr(struct palloc *pa, uint64_t b, uint64_t *v)
+int sefer__pt_hdr(struct palloc *pa, uint64_t b, uint64_t *v)
 {
 	int r;
 
 	if (b < PA_HDR_END || b % 16 != 8 || b + PT_MIN > pa->tail)
 		return -EINVAL;
-	r = pt_word(pa, b, v);
+	r = sefer__pt_word(pa, b, v);
 	if (r)
 		return r == -EUCLEAN ? -EINVAL : r;
 	if (pb_size(*v) < PT_MIN || b + pb_size(*v) > pa->tail)
@@ -43,28 +43,28 @@ int pt_hdr(struct palloc *pa, uint64_t b, uint64_t *v)
 	return 0;
 }
 
-void pt_set(struct palloc *pa, uint64_t b, uint64_t size, bool used)
+void sefer__pt_set(struct palloc *pa, uint64_t b, uint64_t size, bool used)
 {
 	uint64_t v = size | (used ? PB_USED : 0);
 
-	pa_put_word(pa, b, v);
-	pa_put_word(pa, b + size - 8, v);
+	sefer__pa_put_word(pa, b, v);
+	sefer__pa_put_word(pa, b + size - 8, v);
 }
 
-int pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv)
+int sefer__pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv)
 {
 	uint64_t fv, hv;
 	int r;
 
 	if (b <= PA_HDR_END)
 		return -ENOENT;
-	r = pt_word(pa, b - 8, &fv);
+	r = sefer__pt_word(pa, b - 8, &fv);
 	if (r)
 		return r;
 	if (pb_size(fv) < PT_MIN || pb_size(fv) > b - PA_HDR_END)
 		return -EUCLEAN;
 	*pb = b - pb_size(fv);
-	r = pt_hdr(pa, *pb, &hv);
+	r = sefer__pt_hdr(pa, *pb, &hv);
 	if (r)
 		return r == -EINVAL ? -EUCLEAN : r;
 	if (hv != fv)
@@ -73,34 +73,34 @@ int pt_prev(struct palloc *pa, uint64_t b, uint64_t *pb, uint64_t *pv)
 	return 0;
 }
 
-int pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v)
+int sefer__pt_user_block(struct palloc *pa, uint64_t off, uint64_t *b, uint64_t *v)
 {
 	int r;
 
 	*b = off - 8;
-	r = pt_hdr(pa, *b, v);
+	r = sefer__pt_hdr(pa, *b, v);
 	if (r)
 		return r;
 	return *v & PB_USED ? 0 : -EINVAL;
 }
 
-uint64_t pt_usable(struct palloc *pa, uint64_t off)
+uint64_t sefer__pt_usable(struct palloc *pa, uint64_t off)
 {
 	uint64_t b, v;
 
-	if (pt_user_block(pa, off, &b, &v))
+	if (sefer__pt_user_block(pa, off, &b, &v))
 		return 0;
 	return pb_size(v) - 16;
 }
 
-int pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
+int sefer__pt_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 {
 	*merged = *trimmed = 0;
 	pa->seq = 0;
 	return 0;
 }
 
-bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
+bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int *ret)
 {
 	*ret = 0;
 	if (w->fn) {
@@ -119,7 +119,7 @@ bool pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used, int 
 	return false;
 }
 
-int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
+int sefer__pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void *arg,
 	    char *msg, size_t mlen)
 {
 	int r = 0;
@@ -128,12 +128,12 @@ int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void
 	for (uint64_t b = PA_HDR_END; b < pa->tail;) {
 		uint64_t w, f, size;
 
-		r = pa_scan_read(pa, b, &w);
+		r = sefer__pa_scan_read(pa, b, &w);
 		if (r)
 			break;
 		size = pb_size(pword_val(w));
 		r = -EUCLEAN;
-		if (!pword_ok(pa->salt, b, w)) {
+		if (!sefer__pword_ok(pa->salt, b, w)) {
 			snprintf(msg, mlen, "block header at %llu fails its check",
 				 (unsigned long long)b);
 			break;
@@ -143,11 +143,11 @@ int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void
 				 (unsigned long long)b, (unsigned long long)size);
 			break;
 		}
-		r = pa_scan_read(pa, b + size - 8, &f);
+		r = sefer__pa_scan_read(pa, b + size - 8, &f);
 		if (r)
 			break;
 		r = -EUCLEAN;
-		if (!pword_ok(pa->salt, b + size - 8, f) || pword_val(f) != pword_val(w)) {
+		if (!sefer__pword_ok(pa->salt, b + size - 8, f) || pword_val(f) != pword_val(w)) {
 			snprintf(msg, mlen, "block at %llu: footer does not match its header",
 				 (unsigned long long)b);
 			break;
@@ -165,6 +165,6 @@ int pt_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t, bool), void
 			break;
 		b += size;
 	}
-	pa_scan_end(pa);
+	sefer__pa_scan_end(pa);
 	return r;
 }

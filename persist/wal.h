@@ -21,16 +21,17 @@ struct rec {
 _Static_assert(sizeof(struct rec) == REC_HDR, "record header layout");
 
 /* Walk a record's entries, fn(arg, off, data, len) for each; false when malformed. */
-bool prec_entries(const uint8_t *r, const struct rec *h,
+SEFER_INTERNAL bool sefer__prec_entries(const uint8_t *r, const struct rec *h,
 		  void (*fn)(void *, uint64_t, const void *, uint64_t), void *arg);
 
-int pbuf_reserve(struct precbuf *b, size_t more);
+SEFER_INTERNAL int sefer__pbuf_reserve(struct precbuf *b, size_t more);
 /*
  * Write the page cache back, sync, header := (ckpt_seq, len, flags), sync, empty the cache;
  * the log restarts at offset 0. The leader or the exclusive owner, without s->lock.
  */
-int pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint32_t flags);
+SEFER_INTERNAL int sefer__pstore_checkpoint(struct pstore *s, uint64_t ckpt_seq, uint64_t len,
+					    uint32_t flags);
 /* Extend the file to `end` with written zeros (not a hole). */
-int pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end);
+SEFER_INTERNAL int sefer__pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end);
 
 #endif

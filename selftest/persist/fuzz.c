@@ -68,11 +68,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pio_plan plan = { .seed = b, .crash_sim = true,
 						 .crash_at = 1 + b % 16 };
 
-			pio_set_plan(&plan);
-			while (!pio_crashed())
+			sefer__pio_set_plan(&plan);
+			while (!sefer__pio_crashed())
 				pm_step(&m, h, self, &m);
 			sefer_pstore_close(h);
-			pio_set_plan(NULL);
+			sefer__pio_set_plan(NULL);
 			h = must_open();
 			if (pm_recover(&m, h, msg, sizeof(msg))) {
 				fprintf(stderr, "fuzz: after power cut: %s\n", msg);

@@ -55,14 +55,15 @@ START_TEST(test_power_cut)
 		struct pio_plan plan = { .seed = rng, .crash_sim = true,
 					 .crash_at = 1 + (rng >> 33) % 120, .keep_all = it % 4 == 3 };
 
-		pio_set_plan(&plan);
-		while (!pio_crashed()) {
+		sefer__pio_set_plan(&plan);
+		while (!sefer__pio_crashed()) {
 			int r = pm_step(&m, h, self, &m);
 
-			ck_assert_msg(r == 0 || pio_crashed(), "op failed without a crash: %d", r);
+			ck_assert_msg(r == 0 || sefer__pio_crashed(),
+				      "op failed without a crash: %d", r);
 		}
 		sefer_pstore_close(h);
-		pio_set_plan(NULL);
+		sefer__pio_set_plan(NULL);
 		h = reopen(p);
 		ck_assert_msg(pm_recover(&m, h, msg, sizeof(msg)) == 0, "crash %ld: %s", it, msg);
 	}
@@ -88,7 +89,7 @@ START_TEST(test_faults)
 	pm_init(&m, 48, 500 + (uint64_t)_i, 6000);
 	struct pio_plan plan = { .seed = 42 + (uint64_t)_i, .permille = 15 };
 
-	pio_set_plan(&plan);
+	sefer__pio_set_plan(&plan);
 	for (long i = 0; i < steps; i++) {
 		int r = pm_step(&m, h, self, &m);
 
@@ -97,14 +98,14 @@ START_TEST(test_faults)
 		/* the failed op is in flight in the model: reopen (faults off) and settle it */
 		faults++;
 		sefer_pstore_close(h);
-		pio_set_plan(NULL);
+		sefer__pio_set_plan(NULL);
 		h = reopen(p);
 		ck_assert_msg(pm_recover(&m, h, msg, sizeof(msg)) == 0, "fault %ld: %s", faults,
 			      msg);
 		plan.seed++;
-		pio_set_plan(&plan);
+		sefer__pio_set_plan(&plan);
 	}
-	pio_set_plan(NULL);
+	sefer__pio_set_plan(NULL);
 	printf("%s: %ld failed calls (injected faults), each reopened and checked\n",
 	       kind_name[_i], faults);
 	ck_assert_int_gt(faults, 20);

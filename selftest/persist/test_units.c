@@ -32,14 +32,14 @@ START_TEST(test_classes)
 {
 	unsigned seen[SEG_NUM_CLASSES] = { 0 };
 
-	ck_assert_uint_eq(seg_class_size(0), 16);
-	ck_assert_uint_eq(seg_class_size(15), 256);
-	ck_assert_uint_eq(seg_class_size(31), 4096);
+	ck_assert_uint_eq(sefer__seg_class_size(0), 16);
+	ck_assert_uint_eq(sefer__seg_class_size(15), 256);
+	ck_assert_uint_eq(sefer__seg_class_size(31), 4096);
 	for (unsigned c = 0; c + 1 < 32; c++)
-		ck_assert_uint_lt(seg_class_size(c), seg_class_size(c + 1));
+		ck_assert_uint_lt(sefer__seg_class_size(c), sefer__seg_class_size(c + 1));
 	for (uint64_t size = 0; size <= 65536; size++) {
 		uint64_t need = (size + 8 + 15) & ~15ULL;
-		unsigned c = seg_class(need);
+		unsigned c = sefer__seg_class(need);
 
 		ck_assert_uint_lt(c, SEG_NUM_CLASSES);
 		seen[c]++;
@@ -47,25 +47,25 @@ START_TEST(test_classes)
 			ck_assert_uint_eq(c, 32);
 			continue;
 		}
-		ck_assert_uint_ge(seg_class_size(c), need);
+		ck_assert_uint_ge(sefer__seg_class_size(c), need);
 		if (c)
-			ck_assert_uint_lt(seg_class_size(c - 1), need);
+			ck_assert_uint_lt(sefer__seg_class_size(c - 1), need);
 		if (need > 256)	/* 4 classes per power of two: waste under 25% */
-			ck_assert_uint_le(seg_class_size(c) - need, need / 4);
+			ck_assert_uint_le(sefer__seg_class_size(c) - need, need / 4);
 		ck_assert_uint_eq(need & 15, 0);
 	}
 	for (unsigned c = 0; c < SEG_NUM_CLASSES; c++)
 		ck_assert_uint_gt(seen[c], 0);
 	for (uint64_t b = 16; b <= 65536; b += 16) {
-		unsigned l = seg_list(b);
+		unsigned l = sefer__seg_list(b);
 
 		if (b > 4096) {
 			ck_assert_uint_eq(l, 32);
 			continue;
 		}
-		ck_assert_uint_le(seg_class_size(l), b);
+		ck_assert_uint_le(sefer__seg_class_size(l), b);
 		if (l + 1 < 32)
-			ck_assert_uint_gt(seg_class_size(l + 1), b);
+			ck_assert_uint_gt(sefer__seg_class_size(l + 1), b);
 	}
 }
 END_TEST
@@ -78,34 +78,34 @@ START_TEST(test_store_stack)
 	char err[256] = "", buf[10000];
 	uint64_t off, trimmed;
 
-	ck_assert_int_eq(pstore_create(&s, p, 64 << 10, err, sizeof(err)), 0);
-	ck_assert_int_eq(pstore_extend(&s, 20000, &off), 0);
+	ck_assert_int_eq(sefer__pstore_create(&s, p, 64 << 10, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_extend(&s, 20000, &off), 0);
 	ck_assert_uint_eq(off, 0);
 	memset(buf, 'a', sizeof(buf));
-	ck_assert_int_eq(pstore_set(&s, 100, buf, sizeof(buf)), 0);	/* spans sectors */
-	ck_assert_int_eq(pstore_set(&s, 5, "hello", 5), 0);
-	ck_assert_int_eq(pstore_discard(&s, 5000), 0);
-	ck_assert_int_eq(pstore_set(&s, 15000, "x", 1), -EINVAL);	/* beyond the length */
-	ck_assert_int_eq(pstore_discard(&s, 1 << 30), -EINVAL);
-	ck_assert_uint_eq(pstore_len(&s), 15000);
-	ck_assert_int_eq(pstore_close(&s, false), 0);		/* as if crashed: replay */
+	ck_assert_int_eq(sefer__pstore_set(&s, 100, buf, sizeof(buf)), 0);	/* spans sectors */
+	ck_assert_int_eq(sefer__pstore_set(&s, 5, "hello", 5), 0);
+	ck_assert_int_eq(sefer__pstore_discard(&s, 5000), 0);
+	ck_assert_int_eq(sefer__pstore_set(&s, 15000, "x", 1), -EINVAL); /* beyond the length */
+	ck_assert_int_eq(sefer__pstore_discard(&s, 1 << 30), -EINVAL);
+	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
+	ck_assert_int_eq(sefer__pstore_close(&s, false), 0);		/* as if crashed: replay */
 
-	ck_assert_int_eq(pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
 	ck_assert(!info.clean);
 	ck_assert_uint_eq(info.replayed, 4);
-	ck_assert_uint_eq(pstore_len(&s), 15000);
+	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
 	memset(buf, 0, sizeof(buf));
-	ck_assert_int_eq(pstore_read(&s, 0, buf, 200), 0);
+	ck_assert_int_eq(sefer__pstore_read(&s, 0, buf, 200), 0);
 	ck_assert(!memcmp(buf + 5, "hello", 5));
 	ck_assert_int_eq(buf[100], 'a');
-	ck_assert_int_eq(pstore_finish_open(&s, &trimmed), 0);
-	ck_assert_int_eq(pstore_close(&s, true), 0);
-	ck_assert_int_eq(pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_finish_open(&s, &trimmed), 0);
+	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
 	ck_assert(info.clean);
 	ck_assert_uint_eq(info.replayed, 0);
-	ck_assert_int_eq(pstore_read(&s, 10099, buf, 3), 0);
+	ck_assert_int_eq(sefer__pstore_read(&s, 10099, buf, 3), 0);
 	ck_assert(buf[0] == 'a' && buf[1] == 0 && buf[2] == 0);
-	ck_assert_int_eq(pstore_close(&s, true), 0);
+	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
 	unlink(p);
 }
 END_TEST
@@ -124,9 +124,9 @@ START_TEST(test_page_cache)
 	const int npages = 200;
 	int fd;
 
-	ck_assert_int_eq(pstore_create(&s, p, 64 << 10, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_create(&s, p, 64 << 10, err, sizeof(err)), 0);
 	ck_assert_uint_eq(s.cache_max, 64);
-	ck_assert_int_eq(pstore_extend(&s, (uint64_t)npages * 4096, &off), 0);
+	ck_assert_int_eq(sefer__pstore_extend(&s, (uint64_t)npages * 4096, &off), 0);
 	ckpts = s.ckpt_count;
 	fd = open(p, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
@@ -134,8 +134,8 @@ START_TEST(test_page_cache)
 		uint8_t v = (uint8_t)(i + 1), back = 0, disk = 0;
 		uint64_t at = (uint64_t)i * 4096 + (uint64_t)(i % 4000);
 
-		ck_assert_int_eq(pstore_set(&s, at, &v, 1), 0);
-		ck_assert_int_eq(pstore_read(&s, at, &back, 1), 0);
+		ck_assert_int_eq(sefer__pstore_set(&s, at, &v, 1), 0);
+		ck_assert_int_eq(sefer__pstore_read(&s, at, &back, 1), 0);
 		ck_assert_uint_eq(back, v);
 		/* durable in the log, not yet in place (until the cache holds 64 pages) */
 		ck_assert_int_eq(pread(fd, &disk, 1, (off_t)(s.data_off + at)), 1);
@@ -145,19 +145,20 @@ START_TEST(test_page_cache)
 	close(fd);
 	/* 200 records of 64 bytes never fill a 64 KiB log: the cache forced the checkpoints */
 	ck_assert_uint_ge(s.ckpt_count - ckpts, 3);
-	ck_assert_int_eq(pstore_close(&s, false), 0);		/* crash: the cache is lost */
-	ck_assert_int_eq(pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_close(&s, false), 0); /* crash: the cache is lost */
+	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
 	ck_assert_uint_gt(info.replayed, 0);
 	for (int i = 0; i < npages; i++) {
 		uint8_t back = 0;
 
-		ck_assert_int_eq(pstore_read(&s, (uint64_t)i * 4096 + (uint64_t)(i % 4000), &back,
-					     1), 0);
+		ck_assert_int_eq(
+			sefer__pstore_read(&s, (uint64_t)i * 4096 + (uint64_t)(i % 4000), &back, 1),
+			0);
 		ck_assert_uint_eq(back, (uint8_t)(i + 1));
 	}
-	ck_assert_int_eq(pstore_finish_open(&s, &trimmed), 0);
+	ck_assert_int_eq(sefer__pstore_finish_open(&s, &trimmed), 0);
 	ck_assert_uint_eq(s.file_len % 4096, 0);
-	ck_assert_int_eq(pstore_close(&s, true), 0);
+	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
 	unlink(p);
 }
 END_TEST
@@ -356,14 +357,14 @@ START_TEST(test_orphan_relink)
 	ck_assert_int_eq(sefer_palloc(h, 100, &c), 0);
 	ck_assert_int_eq(sefer_pstore_close(h), 0);
 
-	ck_assert_int_eq(pstore_open(&s, p, &info, err, sizeof(err)), 0);
-	ck_assert_int_eq(pstore_read(&s, PA_SALT_OFF, &salt, 8), 0);
-	pstore_tx_begin(&s);		/* mark b free without linking it */
-	pstore_tx_word(&s, b - 8, pword_make(salt, b - 8, 112));
-	ck_assert_int_eq(pstore_tx_end(&s, &seq), 0);
-	ck_assert_int_eq(pstore_wait(&s, seq), 0);
-	ck_assert_int_eq(pstore_finish_open(&s, &trimmed), 0);
-	ck_assert_int_eq(pstore_close(&s, true), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_read(&s, PA_SALT_OFF, &salt, 8), 0);
+	sefer__pstore_tx_begin(&s);		/* mark b free without linking it */
+	sefer__pstore_tx_word(&s, b - 8, sefer__pword_make(salt, b - 8, 112));
+	ck_assert_int_eq(sefer__pstore_tx_end(&s, &seq), 0);
+	ck_assert_int_eq(sefer__pstore_wait(&s, seq), 0);
+	ck_assert_int_eq(sefer__pstore_finish_open(&s, &trimmed), 0);
+	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
 
 	ck_assert_int_eq(sefer_pstore_open(p, &o, &h), 0);
 	ck_assert_uint_eq(rep.orphans_relinked, 1);
