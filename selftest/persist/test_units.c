@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "persist/internal.h"
-#include "persist/seg.h"
+#include "persist/segregated.h"
 #include "model.h"
 #include "tests.h"
 
@@ -30,42 +30,43 @@ static void self(void *arg, const struct pm_msg *m)
 
 START_TEST(test_classes)
 {
-	unsigned seen[SEG_NUM_CLASSES] = { 0 };
+	unsigned seen[SEGREGATED_CLASSES] = { 0 };
 
-	ck_assert_uint_eq(sefer__seg_class_size(0), 16);
-	ck_assert_uint_eq(sefer__seg_class_size(15), 256);
-	ck_assert_uint_eq(sefer__seg_class_size(31), 4096);
+	ck_assert_uint_eq(sefer__segregated_class_size(0), 16);
+	ck_assert_uint_eq(sefer__segregated_class_size(15), 256);
+	ck_assert_uint_eq(sefer__segregated_class_size(31), 4096);
 	for (unsigned c = 0; c + 1 < 32; c++)
-		ck_assert_uint_lt(sefer__seg_class_size(c), sefer__seg_class_size(c + 1));
+		ck_assert_uint_lt(sefer__segregated_class_size(c),
+				  sefer__segregated_class_size(c + 1));
 	for (uint64_t size = 0; size <= 65536; size++) {
 		uint64_t need = (size + 8 + 15) & ~15ULL;
-		unsigned c = sefer__seg_class(need);
+		unsigned c = sefer__segregated_class(need);
 
-		ck_assert_uint_lt(c, SEG_NUM_CLASSES);
+		ck_assert_uint_lt(c, SEGREGATED_CLASSES);
 		seen[c]++;
 		if (need > 4096) {
 			ck_assert_uint_eq(c, 32);
 			continue;
 		}
-		ck_assert_uint_ge(sefer__seg_class_size(c), need);
+		ck_assert_uint_ge(sefer__segregated_class_size(c), need);
 		if (c)
-			ck_assert_uint_lt(sefer__seg_class_size(c - 1), need);
+			ck_assert_uint_lt(sefer__segregated_class_size(c - 1), need);
 		if (need > 256)	/* 4 classes per power of two: waste under 25% */
-			ck_assert_uint_le(sefer__seg_class_size(c) - need, need / 4);
+			ck_assert_uint_le(sefer__segregated_class_size(c) - need, need / 4);
 		ck_assert_uint_eq(need & 15, 0);
 	}
-	for (unsigned c = 0; c < SEG_NUM_CLASSES; c++)
+	for (unsigned c = 0; c < SEGREGATED_CLASSES; c++)
 		ck_assert_uint_gt(seen[c], 0);
 	for (uint64_t b = 16; b <= 65536; b += 16) {
-		unsigned l = sefer__seg_list(b);
+		unsigned l = sefer__segregated_list(b);
 
 		if (b > 4096) {
 			ck_assert_uint_eq(l, 32);
 			continue;
 		}
-		ck_assert_uint_le(sefer__seg_class_size(l), b);
+		ck_assert_uint_le(sefer__segregated_class_size(l), b);
 		if (l + 1 < 32)
-			ck_assert_uint_gt(sefer__seg_class_size(l + 1), b);
+			ck_assert_uint_gt(sefer__segregated_class_size(l + 1), b);
 	}
 }
 END_TEST
