@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Building records, group commit, and reads that see records not yet checkpointed.
+ * Building records, group commit, reads that see records not yet checkpointed, and the plain
+ * byte stack (one record a call). Below it: store.c (checkpoint, file growth); which file may
+ * call which: the top of persist/pstore.c.
  *
  * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
  * the builder from sefer__pstore_tx_begin to sefer__pstore_tx_end) before lock. The leader does its
@@ -389,3 +391,57 @@ int sefer__pstore_sync_all(struct pstore *s)
 	return r;
 }
 
+/* ---------------------------------------------------------------- the plain byte stack */
+
+static int end_wait(struct pstore *s) __releases(&s->tx_lock)
+{
+	uint64_t seq;
+	int r = sefer__pstore_tx_end(s, &seq);
+
+	return r ? r : sefer__pstore_wait(s, seq);
+}
+
+int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off)
+{
+	sefer__pstore_tx_begin(s);
+	*off = s->tx_len;
+	sefer__pstore_tx_len(s, s->tx_len + len);
+	return end_wait(s);
+}
+
+int sefer__pstore_discard(struct pstore *s, uint64_t len)
+{
+	sefer__pstore_tx_begin(s);
+	if (len > s->tx_len) {
+		sefer__pstore_tx_abort(s);
+		return -EINVAL;
+	}
+	sefer__pstore_tx_len(s, s->tx_len - len);
+	return end_wait(s);
+}
+
+int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
+{
+	size_t chunk = sefer__pstore_max_record(s) - REC_HDR - 16;
+	const uint8_t *p = buf;
+	uint64_t seq = 0;
+
+	while (len) {
+		size_t n = len < chunk ? len : chunk;
+
+		sefer__pstore_tx_begin(s);
+		if (off + n > s->tx_len) {
+			sefer__pstore_tx_abort(s);
+			return -EINVAL;
+		}
+		sefer__pstore_tx_blob(s, off, p, n);
+		int r = sefer__pstore_tx_end(s, &seq);
+
+		if (r)
+			return r;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return sefer__pstore_wait(s, seq);
+}

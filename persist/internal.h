@@ -170,6 +170,10 @@ SEFER_INTERNAL __must_check int sefer__pstore_open(struct pstore *s, const char 
 						   size_t elen);
 /* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
 SEFER_INTERNAL __must_check int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed);
+/*
+ * clean: the caller has synced every record (sefer__pstore_sync_all); checkpoint, mark the
+ * store clean and trim it. Otherwise close the file as it is, as a crash would leave it.
+ */
 SEFER_INTERNAL int sefer__pstore_close(struct pstore *s, bool clean);
 
 /*
@@ -205,7 +209,7 @@ SEFER_INTERNAL __must_check int sefer__pstore_read_tx(struct pstore *s, uint64_t
 SEFER_INTERNAL uint64_t sefer__pstore_len(struct pstore *s);
 SEFER_INTERNAL __must_check int sefer__pstore_sync_all(struct pstore *s);
 
-/* The plain durable byte stack: each call is one record and returns after its sync. */
+/* The plain durable byte stack (commit.c): each call is one record, returns after its sync. */
 SEFER_INTERNAL __must_check int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
 SEFER_INTERNAL __must_check int sefer__pstore_discard(struct pstore *s, uint64_t len);
 SEFER_INTERNAL __must_check int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf,
@@ -280,7 +284,7 @@ SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_segregated_ops;
 SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_firstfit_ops;
 SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_bestfit_ops;
 
-/* Shared allocator-header helpers (pstore.c). */
+/* Shared allocator-header helpers (palloc.c). */
 SEFER_INTERNAL __must_check int sefer__pa_header_create(struct palloc *pa, unsigned nlists);
 SEFER_INTERNAL __must_check int sefer__pa_header_open(struct palloc *pa, unsigned nlists);
 SEFER_INTERNAL int sefer__pa_get_word(struct palloc *pa, uint64_t off,
