@@ -121,13 +121,16 @@ void sefer__pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock)
 
 /*
  * Make the flight batch durable: checkpoint if the log or the page cache is full, grow the
- * file, write the batch to the log, sync. The leader, without lock.
+ * file, write the batch to the log, sync. The leader, without lock. A read-only store writes
+ * nothing: its records (recovery's, at open) live in the page cache alone.
  */
 static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 {
 	struct precbuf *b = &s->flight;
 	int r = 0;
 
+	if (s->read_only)
+		return 0;
 	if (s->wal_pos + b->len > s->wal_size || s->cache.n > s->cache_max) {
 		r = sefer__pstore_checkpoint(s, b->first_seq, durable_len, 0);
 		if (r)

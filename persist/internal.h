@@ -151,6 +151,7 @@ struct pstore {
 	uint64_t wal_pos, ckpt_seq;
 	_Atomic uint64_t ckpt_count;	/* atomics: written by the leader, read by stats */
 	bool leader, async, gathering;	/* gathering: the leader waits for more records */
+	bool read_only;			/* opened for reading: records stay in memory */
 	uint64_t last_batch;		/* records in the previous batch */
 	int err;			/* sticky: the first I/O error; every later commit fails */
 	_Atomic uint64_t syncs;
@@ -165,10 +166,17 @@ struct pstore_open_info {
 
 SEFER_INTERNAL __must_check int sefer__pstore_create(struct pstore *s, const char *path,
 						     uint64_t wal_size, char *err, size_t elen);
+/*
+ * read_only: open for reading under a shared lock; the store then never writes to the file,
+ * records are applied to the page cache only (what recovery does stays in memory).
+ */
 SEFER_INTERNAL __must_check int sefer__pstore_open(struct pstore *s, const char *path,
-						   struct pstore_open_info *info, char *err,
-						   size_t elen);
-/* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
+						   bool read_only, struct pstore_open_info *info,
+						   char *err, size_t elen);
+/*
+ * After the allocator accepted the replayed image: make it the checkpoint, mark unclean, trim.
+ * Read-only: *trimmed says what would be trimmed; nothing is written.
+ */
 SEFER_INTERNAL __must_check int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed);
 /*
  * clean: the caller has synced every record (sefer__pstore_sync_all); checkpoint, mark the

@@ -97,6 +97,11 @@ int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
 	int r;
 
 	*out = NULL;
+	if (o && (o->flags & SEFER_P_RDONLY)) {
+		if (o->errbuf && o->errlen)
+			snprintf(o->errbuf, o->errlen, "%s: cannot create a store read-only", path);
+		return -EINVAL;
+	}
 	if ((unsigned)kind >= SEFER_PALLOC_KINDS || !all_ops[kind]) {
 		if (o && o->errbuf && o->errlen)
 			snprintf(o->errbuf, o->errlen, "allocator kind %d is not built in", kind);
@@ -141,7 +146,8 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 	h = new_handle(o);
 	if (!h)
 		return -ENOMEM;
-	r = sefer__pstore_open(&h->s, path, &info, h->pa.err, h->pa.elen);
+	r = sefer__pstore_open(&h->s, path, o && (o->flags & SEFER_P_RDONLY), &info, h->pa.err,
+			       h->pa.elen);
 	if (r) {
 		free_handle(h);
 		return r;
@@ -251,6 +257,8 @@ static int enter(struct sefer_pstore *h) __acquires(&h->pa.lock)
 		sefer__pstore_op_begin(&h->s);
 	pmutex_lock(&h->pa.lock);
 	h->pa.seq = 0;
+	if (h->s.read_only)
+		return -EROFS;
 	return h->pa.dead ? h->pa.dead : h->s.err;
 }
 

@@ -223,15 +223,21 @@ static int read_header(struct pstore *s, const char *path, struct pstore_open_in
 		emsg(err, elen, "%s: bad magic: not a sefer persist store", path);
 		return -EUCLEAN;
 	}
+	/* The size first: the version byte of a file cut short says nothing. */
+	if (fsz < PSTORE_HDR_BYTES) {
+		emsg(err, elen, "%s: truncated header: the file is %lld bytes, a store header is %d "
+		     "(a store cut short, or not a whole store)", path, (long long)fsz,
+		     PSTORE_HDR_BYTES);
+		return -EUCLEAN;
+	}
+	if (!(uint8_t)h.magic[7]) {
+		emsg(err, elen, "%s: store version 0 is not a version (corrupted header)", path);
+		return -EUCLEAN;
+	}
 	if ((uint8_t)h.magic[7] != PSTORE_VERSION) {
 		emsg(err, elen, "%s: store version %u is newer than this library (version %u)",
 		     path, (uint8_t)h.magic[7], PSTORE_VERSION);
 		return -EPROTONOSUPPORT;
-	}
-	if (fsz < PSTORE_HDR_BYTES) {
-		emsg(err, elen, "%s: truncated header: file is %lld bytes, header needs %d", path,
-		     (long long)fsz, PSTORE_HDR_BYTES);
-		return -EUCLEAN;
 	}
 	if (sefer__pio_read(s->f, &h, sizeof(h), 0)) {
 		emsg(err, elen, "%s: cannot read header", path);
@@ -318,15 +324,16 @@ static int check_log_tail(struct pstore *s, struct prec_reader *rd, const char *
  * replayed records. Nothing is written: sefer__pstore_finish_open does that once the
  * allocator has accepted the image too.
  */
-int sefer__pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info,
-		       char *err, size_t elen)
+int sefer__pstore_open(struct pstore *s, const char *path, bool read_only,
+		       struct pstore_open_info *info, char *err, size_t elen)
 {
 	struct prec_reader rd = { .s = s };
 	int r;
 
 	init_common(s);
 	memset(info, 0, sizeof(*info));
-	s->f = sefer__pio_open(path, 0);
+	s->read_only = read_only;
+	s->f = sefer__pio_open(path, read_only ? SEFER_OPEN_READ : 0);
 	if (s->f < 0) {
 		r = (int)s->f;
 		emsg(err, elen, "%s: cannot open: %s", path, strerror(-r));
@@ -356,9 +363,14 @@ int sefer__pstore_open(struct pstore *s, const char *path, struct pstore_open_in
  * Give back the file beyond the payload, keeping whole pages: the file length stays a multiple
  * of the page size, so a page written back never ends past file_len.
  */
+static uint64_t trim_keep(struct pstore *s)
+{
+	return (s->data_off + s->len + PCACHE_PAGE - 1) & ~(uint64_t)(PCACHE_PAGE - 1);
+}
+
 static int trim_file(struct pstore *s, uint64_t *trimmed)
 {
-	uint64_t keep = (s->data_off + s->len + PCACHE_PAGE - 1) & ~(uint64_t)(PCACHE_PAGE - 1);
+	uint64_t keep = trim_keep(s);
 	int r = 0;
 
 	*trimmed = 0;
@@ -372,9 +384,15 @@ static int trim_file(struct pstore *s, uint64_t *trimmed)
 
 int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 {
-	int r = sefer__pstore_checkpoint(s, s->next_seq, s->len, 0);
+	int r;
 
 	*trimmed = 0;
+	if (s->read_only) {
+		if (s->file_len > trim_keep(s))
+			*trimmed = s->file_len - trim_keep(s);
+		return 0;
+	}
+	r = sefer__pstore_checkpoint(s, s->next_seq, s->len, 0);
 	return r ? r : trim_file(s, trimmed);
 }
 
@@ -383,6 +401,8 @@ int sefer__pstore_close(struct pstore *s, bool clean)
 	uint64_t trimmed;
 	int r = 0;
 
+	if (s->read_only)
+		clean = false;		/* nothing to write, and nothing may be */
 	if (clean)
 		r = sefer__pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
 	if (clean && !r)

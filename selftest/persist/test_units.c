@@ -91,7 +91,7 @@ START_TEST(test_store_stack)
 	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
 	ck_assert_int_eq(sefer__pstore_close(&s, false), 0);		/* as if crashed: replay */
 
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert(!info.clean);
 	ck_assert_uint_eq(info.replayed, 4);
 	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
@@ -101,7 +101,7 @@ START_TEST(test_store_stack)
 	ck_assert_int_eq(buf[100], 'a');
 	ck_assert_int_eq(sefer__pstore_finish_open(&s, &trimmed), 0);
 	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert(info.clean);
 	ck_assert_uint_eq(info.replayed, 0);
 	ck_assert_int_eq(sefer__pstore_read(&s, 10099, buf, 3), 0);
@@ -147,7 +147,7 @@ START_TEST(test_page_cache)
 	/* 200 records of 64 bytes never fill a 64 KiB log: the cache forced the checkpoints */
 	ck_assert_uint_ge(s.ckpt_count - ckpts, 3);
 	ck_assert_int_eq(sefer__pstore_close(&s, false), 0); /* crash: the cache is lost */
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert_uint_gt(info.replayed, 0);
 	for (int i = 0; i < npages; i++) {
 		uint8_t back = 0;
@@ -358,7 +358,7 @@ START_TEST(test_orphan_relink)
 	ck_assert_int_eq(sefer_palloc(h, 100, &c), 0);
 	ck_assert_int_eq(sefer_pstore_close(h), 0);
 
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert_int_eq(sefer__pstore_read(&s, PA_SALT_OFF, &salt, 8), 0);
 	sefer__pstore_tx_begin(&s);		/* mark b free without linking it */
 	sefer__pstore_tx_word(&s, b - 8, sefer__pword_make(salt, b - 8, 112));
