@@ -47,6 +47,9 @@ from genfile import write_if_changed  # noqa: E402
 
 FEATURE_MACROS = ("_GNU_SOURCE", "_DEFAULT_SOURCE", "_POSIX_C_SOURCE", "_XOPEN_SOURCE")
 SKIP_WORDS = {"typedef", "static", "_Static_assert", "static_assert", "asm", "__asm__"}
+# A declaration, not a definition: `extern`, or the marker of an internal object's declaration
+# (include/sefer/compiler.h), which expands to extern and the hidden attribute.
+EXTERN_WORDS = {"extern", "SEFER_INTERNAL_EXTERN"}
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -263,7 +266,7 @@ class Linkage:
         objects declared without extern (a tentative definition counts)."""
         for _, head, kind in self.chunks(text):
             words = IDENT.findall(strip_attributes(head))
-            if not words or SKIP_WORDS & set(words) or "extern" in words:
+            if not words or SKIP_WORDS & set(words) or EXTERN_WORDS & set(words):
                 continue
             if kind == "aggregate" or re.fullmatch(r"\s*(struct|union|enum)\s+\w+\s*", head):
                 continue
@@ -285,7 +288,7 @@ class Linkage:
                 continue  # defined outside sefer (environ)
             if self.is_public(text, start, head):
                 continue
-            m = re.search(r"\bextern\b", head)
+            m = re.search(r"\b(extern|SEFER_INTERNAL_EXTERN)\b", head)
             if m:
                 edits.append((start + m.start(), start + m.end(), "SEFER_AMALG_EXTERN"))
             else:
