@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Building records, group commit, and reads that see records not yet checkpointed.
+ * Building records, group commit, reads that see records not yet checkpointed, and the plain
+ * byte stack (one record a call). Below it: store.c (checkpoint, file growth); which file may
+ * call which: the top of persist/pstore.c.
  *
  * The invariants and the lock order are stated at the top of persist/store.c: tx_lock (held by
- * the builder from pstore_tx_begin to pstore_tx_end) before lock. The leader does its I/O
- * without lock; `flight` belongs to it until it has applied it to the page cache and cleared
+ * the builder from sefer__pstore_tx_begin to sefer__pstore_tx_end) before lock. The leader does its
+ * I/O without lock; `flight` belongs to it until it has applied it to the page cache and cleared
  * it, under lock.
  */
 #include <errno.h>
@@ -119,13 +121,16 @@ void sefer__pstore_tx_abort(struct pstore *s) __releases(&s->tx_lock)
 
 /*
  * Make the flight batch durable: checkpoint if the log or the page cache is full, grow the
- * file, write the batch to the log, sync. The leader, without lock.
+ * file, write the batch to the log, sync. The leader, without lock. A read-only store writes
+ * nothing: its records (recovery's, at open) live in the page cache alone.
  */
 static int write_batch(struct pstore *s, uint64_t durable_len, uint64_t max_len)
 {
 	struct precbuf *b = &s->flight;
 	int r = 0;
 
+	if (s->read_only)
+		return 0;
 	if (s->wal_pos + b->len > s->wal_size || s->cache.n > s->cache_max) {
 		r = sefer__pstore_checkpoint(s, b->first_seq, durable_len, 0);
 		if (r)
@@ -389,3 +394,57 @@ int sefer__pstore_sync_all(struct pstore *s)
 	return r;
 }
 
+/* ---------------------------------------------------------------- the plain byte stack */
+
+static int end_wait(struct pstore *s) __releases(&s->tx_lock)
+{
+	uint64_t seq;
+	int r = sefer__pstore_tx_end(s, &seq);
+
+	return r ? r : sefer__pstore_wait(s, seq);
+}
+
+int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off)
+{
+	sefer__pstore_tx_begin(s);
+	*off = s->tx_len;
+	sefer__pstore_tx_len(s, s->tx_len + len);
+	return end_wait(s);
+}
+
+int sefer__pstore_discard(struct pstore *s, uint64_t len)
+{
+	sefer__pstore_tx_begin(s);
+	if (len > s->tx_len) {
+		sefer__pstore_tx_abort(s);
+		return -EINVAL;
+	}
+	sefer__pstore_tx_len(s, s->tx_len - len);
+	return end_wait(s);
+}
+
+int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
+{
+	size_t chunk = sefer__pstore_max_record(s) - REC_HDR - 16;
+	const uint8_t *p = buf;
+	uint64_t seq = 0;
+
+	while (len) {
+		size_t n = len < chunk ? len : chunk;
+
+		sefer__pstore_tx_begin(s);
+		if (off + n > s->tx_len) {
+			sefer__pstore_tx_abort(s);
+			return -EINVAL;
+		}
+		sefer__pstore_tx_blob(s, off, p, n);
+		int r = sefer__pstore_tx_end(s, &seq);
+
+		if (r)
+			return r;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return sefer__pstore_wait(s, seq);
+}

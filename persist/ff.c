@@ -10,7 +10,7 @@
  *
  * Every operation is one record; its lock is held across the sync (.group_commit = false), as
  * in the reference design this baseline reproduces. All reads inside an operation go through
- * pstore_read_tx, so they see the links the operation has already rewritten.
+ * sefer__pstore_read_tx, so they see the links the operation has already rewritten.
  *
  * Lock: pa->lock protects head and pa->tail.
  */

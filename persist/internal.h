@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces of persist/: checksums, the I/O layer (fault and crash injection over
- * sefer_os), the store (header + write-ahead log + payload) and the allocator ops contract.
+ * sefer__os), the store (header + write-ahead log + payload) and the allocator ops contract.
  */
 #ifndef SEFER_PERSIST_INTERNAL_H
 #define SEFER_PERSIST_INTERNAL_H
@@ -59,10 +59,10 @@ static inline void pmutex_unlock(pthread_mutex_t *m) __releases(m)
 
 /* ---------------------------------------------------------------- io.c */
 /*
- * Every file access of persist/ goes through these wrappers over sefer_os. With a fault plan
+ * Every file access of persist/ goes through these wrappers over sefer__os. With a fault plan
  * installed they inject seeded failures (before or after a write, short writes, failed
- * syncs); with crash simulation on they remember unsynced writes so that pio_crash() can leave
- * the file as a crash would: any subset of them, in any order, torn at 512-byte sectors.
+ * syncs); with crash simulation on they remember unsynced writes so that sefer__pio_crash() can
+ * leave the file as a crash would: any subset of them, in any order, torn at 512-byte sectors.
  */
 struct pio_plan {
 	uint64_t seed;
@@ -81,7 +81,7 @@ SEFER_INTERNAL uint64_t sefer__pio_faults(void);
 
 SEFER_INTERNAL __must_check sefer_file_t sefer__pio_open(const char *path, int flags);
 SEFER_INTERNAL void sefer__pio_close(sefer_file_t f);
-/* pio_read and pio_write: all of len, or -errno */
+/* sefer__pio_read and sefer__pio_write: all of len, or -errno */
 SEFER_INTERNAL __must_check int sefer__pio_read(sefer_file_t f, void *buf, size_t len,
 						uint64_t off);
 SEFER_INTERNAL __must_check int sefer__pio_write(sefer_file_t f, const void *buf, size_t len,
@@ -105,7 +105,7 @@ struct pcache {
 	uint64_t *key;
 	uint8_t **page;
 	size_t cap, n;
-	int err;		/* sticky error of pcache_apply (a failed read, no memory) */
+	int err;		/* sticky error of sefer__pcache_apply (a failed read, no memory) */
 };
 
 struct pstore;
@@ -113,7 +113,7 @@ SEFER_INTERNAL const uint8_t *sefer__pcache_find(const struct pcache *c, uint64_
 /* Write len bytes at payload offset off into the cache (pages read from disk on first use). */
 SEFER_INTERNAL void sefer__pcache_apply(struct pcache *c, struct pstore *s, uint64_t off,
 					const void *data, uint64_t len);
-/* prec_entries callback: pcache_apply into the store's own cache (arg: the store). */
+/* sefer__prec_entries callback: sefer__pcache_apply into the store's own cache (arg: the store). */
 SEFER_INTERNAL void sefer__pcache_apply_entry(void *store, uint64_t off, const void *data,
 					      uint64_t len);
 /* Payload bytes [off, off + len): cached pages from memory, the others from disk. */
@@ -151,6 +151,7 @@ struct pstore {
 	uint64_t wal_pos, ckpt_seq;
 	_Atomic uint64_t ckpt_count;	/* atomics: written by the leader, read by stats */
 	bool leader, async, gathering;	/* gathering: the leader waits for more records */
+	bool read_only;			/* opened for reading: records stay in memory */
 	uint64_t last_batch;		/* records in the previous batch */
 	int err;			/* sticky: the first I/O error; every later commit fails */
 	_Atomic uint64_t syncs;
@@ -165,17 +166,28 @@ struct pstore_open_info {
 
 SEFER_INTERNAL __must_check int sefer__pstore_create(struct pstore *s, const char *path,
 						     uint64_t wal_size, char *err, size_t elen);
+/*
+ * read_only: open for reading under a shared lock; the store then never writes to the file,
+ * records are applied to the page cache only (what recovery does stays in memory).
+ */
 SEFER_INTERNAL __must_check int sefer__pstore_open(struct pstore *s, const char *path,
-						   struct pstore_open_info *info, char *err,
-						   size_t elen);
-/* After the allocator accepted the replayed image: make it the checkpoint, mark unclean. */
+						   bool read_only, struct pstore_open_info *info,
+						   char *err, size_t elen);
+/*
+ * After the allocator accepted the replayed image: make it the checkpoint, mark unclean, trim.
+ * Read-only: *trimmed says what would be trimmed; nothing is written.
+ */
 SEFER_INTERNAL __must_check int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed);
+/*
+ * clean: the caller has synced every record (sefer__pstore_sync_all); checkpoint, mark the
+ * store clean and trim it. Otherwise close the file as it is, as a crash would leave it.
+ */
 SEFER_INTERNAL int sefer__pstore_close(struct pstore *s, bool clean);
 
 /*
  * Building a record: the caller serialises tx_begin..tx_end (the allocator's lock).
  * tx_word/tx_blob add absolute writes; tx_len sets the payload length after the record.
- * tx_end appends it and gives its seq (0 when the record is empty); pstore_wait(seq) returns
+ * tx_end appends it and gives its seq (0 when the record is empty); sefer__pstore_wait(seq) returns
  * once that record is synced and applied to the page cache (or the store failed).
  */
 SEFER_INTERNAL void sefer__pstore_tx_begin(struct pstore *s) __acquires(&s->tx_lock);
@@ -199,13 +211,13 @@ SEFER_INTERNAL __must_check int sefer__pstore_read(struct pstore *s, uint64_t of
 						   size_t len);
 SEFER_INTERNAL __must_check int sefer__pstore_read_word(struct pstore *s, uint64_t off,
 							uint64_t *w);
-/* As pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
+/* As sefer__pstore_read, also seeing the record being built (caller is inside tx_begin..tx_end). */
 SEFER_INTERNAL __must_check int sefer__pstore_read_tx(struct pstore *s, uint64_t off, void *buf,
 						      size_t len);
 SEFER_INTERNAL uint64_t sefer__pstore_len(struct pstore *s);
 SEFER_INTERNAL __must_check int sefer__pstore_sync_all(struct pstore *s);
 
-/* The plain durable byte stack: each call is one record and returns after its sync. */
+/* The plain durable byte stack (commit.c): each call is one record, returns after its sync. */
 SEFER_INTERNAL __must_check int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off);
 SEFER_INTERNAL __must_check int sefer__pstore_discard(struct pstore *s, uint64_t len);
 SEFER_INTERNAL __must_check int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf,
@@ -225,8 +237,8 @@ struct palloc;
  * select the instance at open.
  *
  * Locking: every op runs under the palloc's own mutex (pa->lock) and builds at most one store
- * record between pstore_tx_begin and pstore_tx_end; the generic layer (pstore.c) waits for
- * that record's sync, after releasing pa->lock when .group_commit is set (so concurrent
+ * record between sefer__pstore_tx_begin and sefer__pstore_tx_end; the generic layer (pstore.c)
+ *waits for that record's sync, after releasing pa->lock when .group_commit is set (so concurrent
  * operations share a sync) or while holding it otherwise.
  *
  * Return values: 0 or a negative errno; -EINVAL for a foreign offset or double free (nothing
@@ -270,7 +282,7 @@ struct palloc {
 	void *priv;			/* the allocator's in-memory state */
 	uint64_t seq;			/* the record the current op appended (0: none) */
 	int dead;			/* an op failed after changing memory: all ops fail */
-	uint8_t *win;			/* pa_scan_read's window over the arena */
+	uint8_t *win;			/* sefer__pa_scan_read's window over the arena */
 	uint64_t wpos, wlen;
 	char *err;			/* where open explains a refusal */
 	size_t elen;
@@ -280,12 +292,12 @@ SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_segregated_ops;
 SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_firstfit_ops;
 SEFER_INTERNAL_EXTERN const struct sefer_palloc_ops sefer__pa_bestfit_ops;
 
-/* Shared allocator-header helpers (pstore.c). */
+/* Shared allocator-header helpers (palloc.c). */
 SEFER_INTERNAL __must_check int sefer__pa_header_create(struct palloc *pa, unsigned nlists);
 SEFER_INTERNAL __must_check int sefer__pa_header_open(struct palloc *pa, unsigned nlists);
 SEFER_INTERNAL int sefer__pa_get_word(struct palloc *pa, uint64_t off,
 				      uint64_t *val); /* checked read */
-/* A checked tx write; pa_commit: pstore_tx_end into pa->seq, a failure kills pa. */
+/* A checked tx write; sefer__pa_commit: sefer__pstore_tx_end into pa->seq, a failure kills pa. */
 SEFER_INTERNAL void sefer__pa_put_word(struct palloc *pa, uint64_t off, uint64_t val)
 	__must_hold(&pa->s->tx_lock);
 SEFER_INTERNAL int sefer__pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock);
@@ -305,7 +317,7 @@ static inline uint64_t pb_size(uint64_t v)
 /*
  * tags.c: boundary-tagged blocks for first-fit and best-fit: a checked header word at b and
  * the same value as a checked footer word at b + size - 8; user offset b + 8, usable
- * size - 16. Reads go through pstore_read_tx (callers are inside a record).
+ * size - 16. Reads go through sefer__pstore_read_tx (callers are inside a record).
  */
 #define PT_MIN 32ULL
 SEFER_INTERNAL uint64_t sefer__pt_round(uint64_t size);
@@ -330,8 +342,8 @@ struct pt_walk {
  * Returns true when the block is handled (*ret is the callback's result), false for a free
  * block during verification, which the allocator then checks against its own index.
  */
-SEFER_INTERNAL bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size,
-					 bool used, int *ret);
+SEFER_INTERNAL bool sefer__pt_walk_block(struct pt_walk *w, uint64_t b, uint64_t size, bool used,
+					 int *ret);
 /* usable() of the boundary-tag allocators: the block's size less its two tags. */
 SEFER_INTERNAL uint64_t sefer__pt_usable(struct palloc *pa, uint64_t off);
 /* compact() of the boundary-tag allocators: they merge and trim at every free already. */

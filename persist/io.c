@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The persist I/O layer: every file access of persist/ goes through here to sefer_os.
+ * The persist I/O layer: every file access of persist/ goes through here to sefer__os.
  *
  * Without a plan it only loops over short counts. A plan (tests only) adds:
  *  - faults: each write, sync, truncate or read call fails with probability permille/1000,
  *    seeded; a failing write is dropped before it is issued, issued in full and then reported
  *    failed, or issued short (a prefix) and reported failed;
  *  - crash simulation: every write since the last successful sync is remembered with the bytes
- *    it replaced. pio_crash() rolls those writes back and then re-applies a random subset of
+ *    it replaced. sefer__pio_crash() rolls those writes back and then re-applies a random subset of
  *    them in a random order, each either whole or torn at 512-byte sector boundaries: the file
  *    then holds what a power cut could have left on the disk. Later calls fail with -EIO, as
  *    for a process that died.

@@ -69,7 +69,7 @@ check-persist: $(ptest-bin) $(pstore-cli)
 	$(Q)mkdir -p $(PERSIST_TMP)
 	$(Q)PERSIST_TMP=$(PERSIST_TMP) PERSIST_SUITE=units $(ptest-bin)
 	$(Q)PERSIST_TMP=$(PERSIST_TMP) PERSIST_SUITE=badfile $(ptest-bin)
-	$(Q)sh $(srctree)/selftest/persist/cli-test.sh $(pstore-cli) $(PERSIST_TMP)
+	$(Q)sh $(srctree)/selftest/persist/cli-test.sh $(pstore-cli) $(PERSIST_TMP) $(ptest-bin)
 
 check-persist-crash: $(ptest-bin)
 	$(Q)mkdir -p $(PERSIST_TMP)

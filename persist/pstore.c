@@ -9,12 +9,22 @@
  *
  * Lock order: pa->lock, then store tx_lock, then store lock.
  *
- * Allocator header (payload offset 0, shared by all allocators):
- *   0 magic[4], 4 u32 version, 8 u64 salt, 16 u32 nlists, 20 u32 0, 24 u32 crc32c(0..23),
- *   64 checked tail word, 72 checked root word, 80 + 8*i checked head of list i.
+ * Files of persist/ and which may call which: each calls only files below it; pstore.c
+ * reaches the allocators through their struct sefer_palloc_ops.
+ *
+ *   pstore.c        the public API: handles, open, create, close, ops   all below
+ *   segregated.c,   the allocators (tags.c: the boundary tags that      palloc.c, tags.c,
+ *   ff.c, bt.c      first-fit and best-fit share)                       commit.c, crc.c
+ *   palloc.c        the allocator header, checked words, op commit      commit.c, crc.c
+ *   commit.c        records, group commit, reads, the plain byte stack  store.c and below
+ *   store.c         create, open (header, replay, sync discovery),      record.c, pcache.c,
+ *                   checkpoint, close                                   io.c, crc.c
+ *   record.c        record entries; the log reader                      io.c, crc.c
+ *   pcache.c        the page cache of changed payload pages             io.c
+ *   io.c, crc.c     file access over sefer__os (fault, crash injection); sefer__os
+ *                   CRC-32C
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +32,6 @@
 #include <time.h>
 
 #include "persist/internal.h"
-
-#define PA_VERSION 1
-#define PA_STATIC 28
-#define WINDOW (1u << 20)
 
 struct sefer_pstore {
 	struct pstore s;
@@ -47,159 +53,6 @@ static const struct sefer_palloc_ops *const all_ops[SEFER_PALLOC_KINDS] = {
 static const char *const kind_names[SEFER_PALLOC_KINDS] = { "segregated", "first-fit",
 							   "best-fit-tree" };
 static const char kind_magic[SEFER_PALLOC_KINDS][4] = { "ALSG", "ALFF", "ALBT" };
-
-void sefer__pa_msg(struct palloc *pa, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!pa->err || !pa->elen || pa->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(pa->err, pa->elen, fmt, ap);
-	va_end(ap);
-}
-
-int sefer__pa_get_word(struct palloc *pa, uint64_t off, uint64_t *val)
-{
-	uint64_t w;
-	int r = sefer__pstore_read_word(pa->s, off, &w);
-
-	if (r)
-		return r;
-	if (!sefer__pword_ok(pa->salt, off, w))
-		return -EUCLEAN;
-	*val = pword_val(w);
-	return 0;
-}
-
-void sefer__pa_put_word(struct palloc *pa, uint64_t off, uint64_t val) __must_hold(&pa->s->tx_lock)
-{
-	sefer__pstore_tx_word(pa->s, off, sefer__pword_make(pa->salt, off, val));
-}
-
-int sefer__pa_commit(struct palloc *pa) __releases(&pa->s->tx_lock)
-{
-	int r = sefer__pstore_tx_end(pa->s, &pa->seq);
-
-	if (r && !pa->dead)
-		pa->dead = r;
-	return r;
-}
-
-int sefer__pa_scan_read(struct palloc *pa, uint64_t off, uint64_t *w)
-{
-	if (!pa->win) {
-		pa->win = malloc(WINDOW);
-		if (!pa->win)
-			return -ENOMEM;
-		pa->wlen = 0;
-	}
-	if (off < pa->wpos || off + 8 > pa->wpos + pa->wlen) {
-		uint64_t end = sefer__pstore_len(pa->s);
-		uint64_t n = end > off ? end - off : 8;
-		int r;
-
-		if (n > WINDOW)
-			n = WINDOW;
-		if (n < 8)
-			n = 8;
-		r = sefer__pstore_read(pa->s, off, pa->win, n);
-		if (r) {
-			pa->wlen = 0;
-			return r;
-		}
-		pa->wpos = off;
-		pa->wlen = n;
-	}
-	memcpy(w, pa->win + (off - pa->wpos), 8);
-	return 0;
-}
-
-void sefer__pa_scan_end(struct palloc *pa)
-{
-	free(pa->win);
-	pa->win = NULL;
-	pa->wlen = 0;
-}
-
-static uint64_t new_salt(void)
-{
-	uint64_t salt = 0;
-	struct timespec ts;
-
-	if (!sefer__os.random_bytes || !sefer__os.random_bytes(&salt, sizeof(salt))) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		salt = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec;
-	}
-	return salt | 1;
-}
-
-int sefer__pa_header_create(struct palloc *pa, unsigned nlists)
-{
-	uint8_t h[32] = { 0 };
-	uint32_t v = PA_VERSION, crc;
-
-	pa->salt = new_salt();
-	memcpy(h, pa->ops->magic, 4);
-	memcpy(h + 4, &v, 4);
-	memcpy(h + 8, &pa->salt, 8);
-	memcpy(h + 16, &nlists, 4);
-	crc = sefer__pcrc32c(0, h, 24);
-	memcpy(h + 24, &crc, 4);
-	pa->tail = PA_HDR_END;
-	sefer__pstore_tx_begin(pa->s);
-	sefer__pstore_tx_len(pa->s, PA_HDR_END);
-	sefer__pstore_tx_blob(pa->s, 0, h, 32);
-	sefer__pa_put_word(pa, PA_TAIL_OFF, PA_HDR_END);
-	sefer__pa_put_word(pa, PA_ROOT_OFF, 0);
-	for (unsigned i = 0; i < nlists; i++)
-		sefer__pa_put_word(pa, PA_LIST_OFF + 8ULL * i, 0);
-	return sefer__pa_commit(pa);
-}
-
-int sefer__pa_header_open(struct palloc *pa, unsigned nlists)
-{
-	uint8_t h[32];
-	uint32_t v, n, crc;
-	uint64_t root;
-	int r = sefer__pstore_read(pa->s, 0, h, 32);
-
-	if (r)
-		return r;
-	memcpy(&v, h + 4, 4);
-	memcpy(&pa->salt, h + 8, 8);
-	memcpy(&n, h + 16, 4);
-	memcpy(&crc, h + 24, 4);
-	if (sefer__pcrc32c(0, h, 24) != crc) {
-		sefer__pa_msg(pa, "allocator header checksum mismatch (corrupted metadata)");
-		return -EUCLEAN;
-	}
-	if (v != PA_VERSION) {
-		sefer__pa_msg(pa, "allocator version %u is newer than this library (version %u)", v,
-		       PA_VERSION);
-		return -EPROTONOSUPPORT;
-	}
-	if (n != nlists) {
-		sefer__pa_msg(pa, "allocator header names %u lists, %s has %u", n, pa->ops->name,
-			      nlists);
-		return -EUCLEAN;
-	}
-	if (sefer__pa_get_word(pa, PA_TAIL_OFF, &pa->tail)) {
-		sefer__pa_msg(pa, "allocator tail word fails its check (corrupted metadata)");
-		return -EUCLEAN;
-	}
-	if (pa->tail < PA_HDR_END || pa->tail > sefer__pstore_len(pa->s)) {
-		sefer__pa_msg(
-			pa, "allocator tail %llu is outside the committed payload (%llu bytes)",
-			(unsigned long long)pa->tail, (unsigned long long)sefer__pstore_len(pa->s));
-		return -EUCLEAN;
-	}
-	if (sefer__pa_get_word(pa, PA_ROOT_OFF, &root)) {
-		sefer__pa_msg(pa, "root slot fails its check (corrupted metadata)");
-		return -EUCLEAN;
-	}
-	return 0;
-}
 
 /* ---------------------------------------------------------------- open, create, close */
 
@@ -244,6 +97,11 @@ int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
 	int r;
 
 	*out = NULL;
+	if (o && (o->flags & SEFER_P_RDONLY)) {
+		if (o->errbuf && o->errlen)
+			snprintf(o->errbuf, o->errlen, "%s: cannot create a store read-only", path);
+		return -EINVAL;
+	}
 	if ((unsigned)kind >= SEFER_PALLOC_KINDS || !all_ops[kind]) {
 		if (o && o->errbuf && o->errlen)
 			snprintf(o->errbuf, o->errlen, "allocator kind %d is not built in", kind);
@@ -288,7 +146,8 @@ int sefer_pstore_open(const char *path, const struct sefer_popts *o, struct sefe
 	h = new_handle(o);
 	if (!h)
 		return -ENOMEM;
-	r = sefer__pstore_open(&h->s, path, &info, h->pa.err, h->pa.elen);
+	r = sefer__pstore_open(&h->s, path, o && (o->flags & SEFER_P_RDONLY), &info, h->pa.err,
+			       h->pa.elen);
 	if (r) {
 		free_handle(h);
 		return r;
@@ -346,11 +205,18 @@ fail:
 
 int sefer_pstore_close(struct sefer_pstore *h)
 {
-	int r;
+	bool clean;
+	int r = 0;
 
 	if (!h)
 		return 0;
-	r = sefer__pstore_close(&h->s, !h->pa.dead && !h->s.err);
+	clean = !h->pa.dead && !h->s.err;
+	if (clean)
+		r = sefer__pstore_sync_all(&h->s);
+	if (!r)
+		r = sefer__pstore_close(&h->s, clean);
+	else
+		sefer__pstore_close(&h->s, false);
 	if (!r)
 		r = h->pa.dead ? h->pa.dead : h->s.err;
 	free_handle(h);
@@ -391,6 +257,8 @@ static int enter(struct sefer_pstore *h) __acquires(&h->pa.lock)
 		sefer__pstore_op_begin(&h->s);
 	pmutex_lock(&h->pa.lock);
 	h->pa.seq = 0;
+	if (h->s.read_only)
+		return -EROFS;
 	return h->pa.dead ? h->pa.dead : h->s.err;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The store: a durable byte stack over one file, with a write-ahead log and group commit.
+ * The store: one file holding a header, a write-ahead log and the payload. This file creates,
+ * opens (header, log replay, sync discovery), checkpoints and closes it; records and group
+ * commit are commit.c's, which calls this file and never the other way (persist/pstore.c).
  *
  * File: [header, one 512-byte sector][zero to 4 KiB][log: wal_size bytes][payload]. Every
  * change to the payload, its length included, is a log record of absolute writes. A record is
@@ -8,8 +10,8 @@
  * the batch to the page cache (pcache.c: memory). A full log or a full cache is checkpointed:
  * write the cached pages in place, sync, header := {ckpt_seq, committed length}, sync; the
  * cache empties and the log restarts at its beginning. Open replays the records from ckpt_seq
- * on (checksummed, consecutive seq) into the cache, then (pstore_finish_open) checkpoints and
- * trims the file to the committed length, rounded up to a page.
+ * on (checksummed, consecutive seq) into the cache, then (sefer__pstore_finish_open) checkpoints
+ * and trims the file to the committed length, rounded up to a page.
  *
  * Invariants:
  *  - records are numbered consecutively; durable_seq only grows; a record is written to the log
@@ -206,138 +208,57 @@ int sefer__pstore_create(struct pstore *s, const char *path, uint64_t wal_size, 
 	return r;
 }
 
-/* The log read through a window at open (records may straddle windows: reread). */
-#define WAL_WIN (1u << 20)
-
-struct wal_rd {
-	struct pstore *s;
-	uint8_t *buf;
-	uint64_t pos, len, cap;
-	int err;
-};
-
-/* Log bytes [pos, pos + n) or NULL (read error, or beyond the log). */
-static const uint8_t *wal_at(struct wal_rd *w, uint64_t pos, uint64_t n)
+/* Check the header (sector 0) against the file and take the checkpoint it names. */
+static int read_header(struct pstore *s, const char *path, struct pstore_open_info *info,
+		       char *err, size_t elen)
 {
-	uint64_t want;
-
-	if (w->buf && pos >= w->pos && pos + n <= w->pos + w->len)
-		return w->buf + (pos - w->pos);
-	if (w->err || pos + n > w->s->wal_size)
-		return NULL;
-	want = n > WAL_WIN ? n : WAL_WIN;
-	if (want > w->s->wal_size - pos)
-		want = w->s->wal_size - pos;
-	if (want > w->cap) {
-		uint8_t *nb = realloc(w->buf, want);
-
-		if (!nb) {
-			w->err = -ENOMEM;
-			return NULL;
-		}
-		w->buf = nb;
-		w->cap = want;
-	}
-	w->err = sefer__pio_read(w->s->f, w->buf, want, PSTORE_WAL_OFF + pos);
-	if (w->err) {
-		w->len = 0;
-		return NULL;
-	}
-	w->pos = pos;
-	w->len = want;
-	return w->buf;
-}
-
-/* Is there a well-formed record at pos? Checks everything but seq; *rp: its bytes. */
-static bool rec_ok_at(struct wal_rd *w, uint64_t pos, struct rec *h, const uint8_t **rp)
-{
-	const uint8_t *p = wal_at(w, pos, REC_HDR);
-
-	if (!p)
-		return false;
-	memcpy(h, p, REC_HDR);
-	if (h->magic != REC_MAGIC || h->len < REC_HDR || h->len % 8 ||
-	    h->len > w->s->wal_size - pos)
-		return false;
-	p = wal_at(w, pos, h->len);
-	if (!p)
-		return false;
-	struct rec z = *h;
-	uint32_t crc;
-
-	z.crc = 0;
-	crc = sefer__pcrc32c(0, &z, REC_HDR);
-	crc = sefer__pcrc32c(crc, p + REC_HDR, h->len - REC_HDR);
-	*rp = p;
-	return crc == h->crc;
-}
-int sefer__pstore_open(struct pstore *s, const char *path, struct pstore_open_info *info, char *err,
-		size_t elen)
-{
+	int64_t fsz = sefer__pio_size(s->f);
 	struct shdr h;
-	int64_t fsz;
-	struct wal_rd w = { .s = s };
-	int r;
 
-	init_common(s);
-	memset(info, 0, sizeof(*info));
-	s->f = sefer__pio_open(path, 0);
-	if (s->f < 0) {
-		r = (int)s->f;
-		emsg(err, elen, "%s: cannot open: %s", path, strerror(-r));
-		free_common(s);
-		return r;
-	}
-	r = sefer__pio_lock(s->f);
-	if (r) {
-		emsg(err, elen, "%s: store is in use by another process (file lock held)", path);
-		goto fail;
-	}
-	fsz = sefer__pio_size(s->f);
 	if (fsz < 0) {
-		r = (int)fsz;
-		emsg(err, elen, "%s: cannot stat: %s", path, strerror(-r));
-		goto fail;
+		emsg(err, elen, "%s: cannot stat: %s", path, strerror((int)-fsz));
+		return (int)fsz;
 	}
-	r = -EUCLEAN;
 	if (fsz < 8 || sefer__pio_read(s->f, &h, 8, 0) || memcmp(h.magic, store_magic, 7)) {
 		emsg(err, elen, "%s: bad magic: not a sefer persist store", path);
-		goto fail;
+		return -EUCLEAN;
+	}
+	/* The size first: the version byte of a file cut short says nothing. */
+	if (fsz < PSTORE_HDR_BYTES) {
+		emsg(err, elen, "%s: truncated header: the file is %lld bytes, a store header is %d "
+		     "(a store cut short, or not a whole store)", path, (long long)fsz,
+		     PSTORE_HDR_BYTES);
+		return -EUCLEAN;
+	}
+	if (!(uint8_t)h.magic[7]) {
+		emsg(err, elen, "%s: store version 0 is not a version (corrupted header)", path);
+		return -EUCLEAN;
 	}
 	if ((uint8_t)h.magic[7] != PSTORE_VERSION) {
 		emsg(err, elen, "%s: store version %u is newer than this library (version %u)",
 		     path, (uint8_t)h.magic[7], PSTORE_VERSION);
-		r = -EPROTONOSUPPORT;
-		goto fail;
-	}
-	if (fsz < PSTORE_HDR_BYTES) {
-		emsg(err, elen, "%s: truncated header: file is %lld bytes, header needs %d", path,
-		     (long long)fsz, PSTORE_HDR_BYTES);
-		goto fail;
+		return -EPROTONOSUPPORT;
 	}
 	if (sefer__pio_read(s->f, &h, sizeof(h), 0)) {
-		r = -EIO;
 		emsg(err, elen, "%s: cannot read header", path);
-		goto fail;
+		return -EIO;
 	}
 	if (sefer__pcrc32c(0, &h, offsetof(struct shdr, crc)) != h.crc) {
 		emsg(err, elen, "%s: header checksum mismatch (corrupted metadata)", path);
-		goto fail;
+		return -EUCLEAN;
 	}
 	if (h.hdr_bytes != PSTORE_HDR_BYTES || h.wal_off != PSTORE_WAL_OFF || h.wal_size < 4096 ||
 	    h.wal_size % 4096 || h.wal_size > (1ULL << 40)) {
 		emsg(err, elen, "%s: header fields out of range (log size %llu)", path,
 		     (unsigned long long)h.wal_size);
-		goto fail;
+		return -EUCLEAN;
 	}
 	set_wal_size(s, h.wal_size);
 	if ((uint64_t)fsz < s->data_off + h.committed_len) {
-		emsg(err, elen,
-		     "%s: committed length %llu is beyond the end of the file (%lld bytes "
-		     "of payload)",
-		     path, (unsigned long long)h.committed_len,
+		emsg(err, elen, "%s: committed length %llu is beyond the end of the file "
+		     "(%lld bytes of payload)", path, (unsigned long long)h.committed_len,
 		     (long long)fsz - (long long)s->data_off);
-		goto fail;
+		return -EUCLEAN;
 	}
 	s->ckpt_seq = h.ckpt_seq;
 	s->ckpt_count = h.ckpt_count;
@@ -345,75 +266,111 @@ int sefer__pstore_open(struct pstore *s, const char *path, struct pstore_open_in
 	s->len = h.committed_len;
 	s->file_len = (uint64_t)fsz;
 	info->clean = h.flags & HDR_CLEAN;
+	return 0;
+}
 
-	/*
-	 * Read the log through a window: the valid prefix from ckpt_seq is applied to the page
-	 * cache (nothing written), then the rest of the log is searched for a record that proves
-	 * a synced record bad. The file is first written by pstore_finish_open, once the
-	 * allocator has accepted the image too.
-	 */
-	uint64_t pos = 0, seq = h.ckpt_seq, len = h.committed_len;
+/*
+ * Replay the log's valid prefix, the consecutive well-formed records from ckpt_seq on, into
+ * the page cache (memory: nothing is written). Leaves the store after its last record.
+ */
+static int replay_log(struct pstore *s, struct prec_reader *rd, const char *path, char *err,
+		      size_t elen)
+{
+	uint64_t pos = 0, seq = s->ckpt_seq, len = s->len;
 	const uint8_t *rp;
-	struct rec rh;
+	struct rec h;
 
-	while (rec_ok_at(&w, pos, &rh, &rp) && rh.seq == seq) {
-		if (!sefer__prec_entries(rp, &rh, NULL, NULL)) {
-			r = -EUCLEAN;
+	while (sefer__prec_reader_ok(rd, pos, &h, &rp) && h.seq == seq) {
+		if (!sefer__prec_entries(rp, &h, NULL, NULL)) {
 			emsg(err, elen, "%s: log record %llu is malformed", path,
 			     (unsigned long long)seq);
-			goto fail;
+			return -EUCLEAN;
 		}
-		sefer__prec_entries(rp, &rh, sefer__pcache_apply_entry, s);
-		len = rh.new_len;
-		pos += rh.len;
+		sefer__prec_entries(rp, &h, sefer__pcache_apply_entry, s);
+		len = h.new_len;
+		pos += h.len;
 		seq++;
 	}
-	for (uint64_t q = pos; q + REC_HDR <= s->wal_size && !w.err; q += 8) {
-		const uint8_t *m = wal_at(&w, q, 8);
-		uint32_t mg;
-
-		if (!m)
-			break;
-		memcpy(&mg, m, 4);
-		if (mg != REC_MAGIC)
-			continue;
-		m = wal_at(&w, q, REC_HDR);
-		if (!m)
-			break;
-		memcpy(&rh, m, REC_HDR);
-		if (rh.seq <= seq || rh.synced_before <= seq || !rec_ok_at(&w, q, &rh, &rp))
-			continue;
-		r = -EUCLEAN;
-		emsg(err, elen, "%s: log record %llu is corrupt (checksum) although record %llu "
-		     "shows it was synced", path, (unsigned long long)seq,
-		     (unsigned long long)rh.seq);
-		goto fail;
-	}
-	if (w.err || s->cache.err) {
-		r = w.err ? w.err : s->cache.err;
-		emsg(err, elen, "%s: cannot read the log: %s", path, strerror(-r));
-		goto fail;
-	}
-	info->replayed = seq - h.ckpt_seq;
-	free(w.buf);
 	s->next_seq = s->durable_seq = seq;
 	s->len = s->durable_len = len;
 	s->wal_pos = pos;
 	return 0;
-fail:
-	free(w.buf);
-	sefer__pio_close(s->f);
-	free_common(s);
+}
+
+/*
+ * Sync discovery: the replay stopped at a record that is torn or missing. A later record
+ * whose synced_before lies beyond it proves it was synced: corruption, not a torn tail.
+ */
+static int check_log_tail(struct pstore *s, struct prec_reader *rd, const char *path, char *err,
+			  size_t elen)
+{
+	struct rec h;
+	int r;
+
+	if (sefer__prec_reader_synced_after(rd, s->wal_pos, s->next_seq, &h)) {
+		emsg(err, elen, "%s: log record %llu is corrupt (checksum) although record %llu "
+		     "shows it was synced", path, (unsigned long long)s->next_seq,
+		     (unsigned long long)h.seq);
+		return -EUCLEAN;
+	}
+	r = rd->err ? rd->err : s->cache.err;
+	if (r)
+		emsg(err, elen, "%s: cannot read the log: %s", path, strerror(-r));
 	return r;
+}
+
+/*
+ * Open: lock, read the header, replay the log into the page cache, check what follows the
+ * replayed records. Nothing is written: sefer__pstore_finish_open does that once the
+ * allocator has accepted the image too.
+ */
+int sefer__pstore_open(struct pstore *s, const char *path, bool read_only,
+		       struct pstore_open_info *info, char *err, size_t elen)
+{
+	struct prec_reader rd = { .s = s };
+	int r;
+
+	init_common(s);
+	memset(info, 0, sizeof(*info));
+	s->read_only = read_only;
+	s->f = sefer__pio_open(path, read_only ? SEFER_OPEN_READ : 0);
+	if (s->f < 0) {
+		r = (int)s->f;
+		emsg(err, elen, "%s: cannot open: %s", path, strerror(-r));
+		free_common(s);
+		return r;
+	}
+	r = sefer__pio_lock(s->f);
+	if (r)
+		emsg(err, elen, "%s: store is in use by another process (file lock held)", path);
+	if (!r)
+		r = read_header(s, path, info, err, elen);
+	if (!r)
+		r = replay_log(s, &rd, path, err, elen);
+	if (!r)
+		r = check_log_tail(s, &rd, path, err, elen);
+	sefer__prec_reader_end(&rd);
+	if (r) {
+		sefer__pio_close(s->f);
+		free_common(s);
+		return r;
+	}
+	info->replayed = s->next_seq - s->ckpt_seq;
+	return 0;
 }
 
 /*
  * Give back the file beyond the payload, keeping whole pages: the file length stays a multiple
  * of the page size, so a page written back never ends past file_len.
  */
+static uint64_t trim_keep(struct pstore *s)
+{
+	return (s->data_off + s->len + PCACHE_PAGE - 1) & ~(uint64_t)(PCACHE_PAGE - 1);
+}
+
 static int trim_file(struct pstore *s, uint64_t *trimmed)
 {
-	uint64_t keep = (s->data_off + s->len + PCACHE_PAGE - 1) & ~(uint64_t)(PCACHE_PAGE - 1);
+	uint64_t keep = trim_keep(s);
 	int r = 0;
 
 	*trimmed = 0;
@@ -427,77 +384,30 @@ static int trim_file(struct pstore *s, uint64_t *trimmed)
 
 int sefer__pstore_finish_open(struct pstore *s, uint64_t *trimmed)
 {
-	int r = sefer__pstore_checkpoint(s, s->next_seq, s->len, 0);
+	int r;
 
 	*trimmed = 0;
+	if (s->read_only) {
+		if (s->file_len > trim_keep(s))
+			*trimmed = s->file_len - trim_keep(s);
+		return 0;
+	}
+	r = sefer__pstore_checkpoint(s, s->next_seq, s->len, 0);
 	return r ? r : trim_file(s, trimmed);
 }
 
 int sefer__pstore_close(struct pstore *s, bool clean)
 {
 	uint64_t trimmed;
-	int r = clean ? sefer__pstore_sync_all(s) : -EIO;
+	int r = 0;
 
-	if (clean && !r)
+	if (s->read_only)
+		clean = false;		/* nothing to write, and nothing may be */
+	if (clean)
 		r = sefer__pstore_checkpoint(s, s->next_seq, s->len, HDR_CLEAN);
 	if (clean && !r)
 		r = trim_file(s, &trimmed);
 	sefer__pio_close(s->f);
 	free_common(s);
 	return clean ? r : 0;
-}
-
-/* ---------------------------------------------------------------- the plain byte stack */
-
-static int end_wait(struct pstore *s) __releases(&s->tx_lock)
-{
-	uint64_t seq;
-	int r = sefer__pstore_tx_end(s, &seq);
-
-	return r ? r : sefer__pstore_wait(s, seq);
-}
-
-int sefer__pstore_extend(struct pstore *s, uint64_t len, uint64_t *off)
-{
-	sefer__pstore_tx_begin(s);
-	*off = s->tx_len;
-	sefer__pstore_tx_len(s, s->tx_len + len);
-	return end_wait(s);
-}
-
-int sefer__pstore_discard(struct pstore *s, uint64_t len)
-{
-	sefer__pstore_tx_begin(s);
-	if (len > s->tx_len) {
-		sefer__pstore_tx_abort(s);
-		return -EINVAL;
-	}
-	sefer__pstore_tx_len(s, s->tx_len - len);
-	return end_wait(s);
-}
-
-int sefer__pstore_set(struct pstore *s, uint64_t off, const void *buf, size_t len)
-{
-	size_t chunk = sefer__pstore_max_record(s) - REC_HDR - 16;
-	const uint8_t *p = buf;
-	uint64_t seq = 0;
-
-	while (len) {
-		size_t n = len < chunk ? len : chunk;
-
-		sefer__pstore_tx_begin(s);
-		if (off + n > s->tx_len) {
-			sefer__pstore_tx_abort(s);
-			return -EINVAL;
-		}
-		sefer__pstore_tx_blob(s, off, p, n);
-		int r = sefer__pstore_tx_end(s, &seq);
-
-		if (r)
-			return r;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return sefer__pstore_wait(s, seq);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by store.c (open, checkpoint), commit.c (records, group commit) and record.c
- * (walking records): the log record format.
+ * (walking records, reading the log back): the log record format.
  */
 #ifndef SEFER_PERSIST_WAL_H
 #define SEFER_PERSIST_WAL_H
@@ -23,6 +23,31 @@ _Static_assert(sizeof(struct rec) == REC_HDR, "record header layout");
 /* Walk a record's entries, fn(arg, off, data, len) for each; false when malformed. */
 SEFER_INTERNAL bool sefer__prec_entries(const uint8_t *r, const struct rec *h,
 		  void (*fn)(void *, uint64_t, const void *, uint64_t), void *arg);
+
+/*
+ * The log read back at open (record.c), through a window of the file: a record may straddle
+ * two windows, then it is read again. err: the first read error (-errno), sticky.
+ */
+struct prec_reader {
+	struct pstore *s;
+	uint8_t *buf;
+	uint64_t pos, len, cap;
+	int err;
+};
+
+/* Log bytes [pos, pos + n), or NULL (a read error, or beyond the log). */
+SEFER_INTERNAL const uint8_t *sefer__prec_reader_at(struct prec_reader *rd, uint64_t pos,
+						    uint64_t n);
+/* Is there a well-formed record at pos? Checks everything but its seq; *rp: its bytes. */
+SEFER_INTERNAL bool sefer__prec_reader_ok(struct prec_reader *rd, uint64_t pos, struct rec *h,
+					  const uint8_t **rp);
+/*
+ * Sync discovery: is there, at an 8-byte boundary from `from` on, a well-formed record
+ * after `seq` whose synced_before says record `seq` was synced? *h: that record's header.
+ */
+SEFER_INTERNAL bool sefer__prec_reader_synced_after(struct prec_reader *rd, uint64_t from,
+						    uint64_t seq, struct rec *h);
+SEFER_INTERNAL void sefer__prec_reader_end(struct prec_reader *rd);
 
 SEFER_INTERNAL int sefer__pbuf_reserve(struct precbuf *b, size_t more);
 /*

@@ -41,7 +41,7 @@ static int sync_parent_dir(const char *path)
 
 sefer_file_t sefer__posix_open_file(const char *path, int flags)
 {
-	int oflags = O_RDWR | O_CLOEXEC;
+	int oflags = (flags & SEFER_OPEN_READ ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	int fd, r;
 
 	if (flags & SEFER_OPEN_CREATE)
@@ -99,7 +99,12 @@ int64_t sefer__posix_file_size(sefer_file_t f)
 
 int sefer__posix_lock_file(sefer_file_t f)
 {
-	if (flock((int)f, LOCK_EX | LOCK_NB) == 0)
+	int mode = fcntl((int)f, F_GETFL);
+
+	/* A handle opened for reading only shares its lock with other readers. */
+	if (mode < 0)
+		return -errno;
+	if (flock((int)f, ((mode & O_ACCMODE) == O_RDONLY ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
 		return 0;
 	return errno == EWOULDBLOCK ? -EWOULDBLOCK : -errno;
 }

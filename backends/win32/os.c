@@ -382,7 +382,7 @@ static sefer_file_t win32_open_file(const char *path, int flags)
 	else if (flags & SEFER_OPEN_CREATE)
 		disp = OPEN_ALWAYS;
 	/* Shared read/write/delete like a POSIX fd: exclusion is lock_file()'s job. */
-	h = CreateFileA(path, GENERIC_READ | GENERIC_WRITE,
+	h = CreateFileA(path, flags & SEFER_OPEN_READ ? GENERIC_READ : GENERIC_READ | GENERIC_WRITE,
 			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disp,
 			FILE_ATTRIBUTE_NORMAL, NULL);
 	if (h == INVALID_HANDLE_VALUE)

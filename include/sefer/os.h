@@ -43,6 +43,7 @@ typedef intptr_t sefer_file_t;
 /* Flags for open_file(). */
 #define SEFER_OPEN_CREATE 0x1	/* create if missing */
 #define SEFER_OPEN_EXCL 0x2	/* fail if it exists */
+#define SEFER_OPEN_READ 0x4	/* for reading only (not with CREATE): lock_file shares */
 
 struct sefer_os_ops {
 	const char *name;
@@ -197,7 +198,11 @@ struct sefer_os_ops {
 	__must_check int (*truncate)(sefer_file_t f, uint64_t len);
 	/* File size in bytes, or -errno. */
 	__must_check int64_t (*file_size)(sefer_file_t f);
-	/* Take an exclusive lock on the whole file without waiting: 0, -EWOULDBLOCK, -errno. */
+	/*
+	 * Lock the whole file without waiting: 0, -EWOULDBLOCK, -errno. The lock is exclusive, or
+	 * shared when the handle was opened with SEFER_OPEN_READ (POSIX; Windows' LockFileEx
+	 * cannot tell the handle's access, its lock stays exclusive).
+	 */
 	__must_check int (*lock_file)(sefer_file_t f);
 };
 

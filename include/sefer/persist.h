@@ -48,6 +48,14 @@ enum sefer_palloc_kind {
 /* Flags for sefer_popts.flags. */
 #define SEFER_P_ASYNC 0x1	/* calls return before their sync (bulk loads); see sefer_psync() */
 #define SEFER_P_NOSCAN 0x2	/* skip the arena scan at open (fsck + orphan relink) */
+/*
+ * Open for reading only, under a shared lock (other read-only openers may share it; a writer
+ * is refused with -EWOULDBLOCK, as a reader is while a writer has the store). Nothing is ever
+ * written to the file: recovery after a crash (log replay, orphan relink) is done in memory
+ * only, so reads see the recovered state and opts->report says what recovery would do; the
+ * next writable open does it for good. Calls that would change the store fail with -EROFS.
+ */
+#define SEFER_P_RDONLY 0x4
 
 /* What open found and did; filled when opts->report is set. */
 struct sefer_precovery {
@@ -94,7 +102,10 @@ struct sefer_pverify {
 /* Create a new store (fails with -EEXIST if `path` exists). */
 SEFER_API int sefer_pstore_create(const char *path, enum sefer_palloc_kind kind,
 				  const struct sefer_popts *opts, struct sefer_pstore **out);
-/* Open an existing store, replaying its log; a second opener gets -EWOULDBLOCK. */
+/*
+ * Open an existing store, replaying its log; a second opener gets -EWOULDBLOCK (two
+ * SEFER_P_RDONLY openers excepted).
+ */
 SEFER_API int sefer_pstore_open(const char *path, const struct sefer_popts *opts,
 				struct sefer_pstore **out);
 /* Checkpoint, mark clean, trim and close. Returns the first error seen (the handle is freed). */

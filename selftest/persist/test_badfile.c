@@ -4,6 +4,8 @@
  * byte as it was. Wrong magic, a future version, a truncated header, a committed length beyond
  * the file, flipped bits in the store header, the allocator header, its checked words, block
  * headers, footers and free-list links, and a corrupt record inside the synced log.
+ * Files that must not be written: a store opened read-only (SEFER_P_RDONLY), crashed or clean,
+ * mode 0444 or not, keeps its bytes and its mtime.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +119,9 @@ START_TEST(test_store_header)
 	expect_refused(0, 1, 0, "bad magic");
 	expect_refused(7, 1, 0, "newer than this library");
 	expect_refused(-1, 0, 100, "truncated header");
+	expect_refused(-1, 0, 8, "truncated header: the file is 8 bytes");	/* only the magic */
+	expect_refused(7, 0, 8, "truncated header: the file is 8 bytes");	/* magic, version 0 */
+	expect_refused(7, 0, 0, "store version 0 is not a version");
 	expect_refused(-1, 0, 5, "bad magic");
 	expect_refused(-1, 0, DATA + 600, "beyond the end of the file");
 	expect_refused(33, 4, 0, "header checksum mismatch");
@@ -297,6 +302,129 @@ START_TEST(test_log_record)
 }
 END_TEST
 
+/* Set p's mtime to a fixed moment in the past: a write would move it to now. */
+static void age(const char *p)
+{
+	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 1000000000 } };
+
+	ck_assert_int_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+}
+
+/* p holds b[0, len) and its mtime is age()'s. */
+static void unchanged(const char *p, const uint8_t *b, size_t len, const char *when)
+{
+	struct stat st;
+	size_t now_len;
+	uint8_t *now = slurp(p, &now_len);
+
+	ck_assert_msg(now_len == len && !memcmp(now, b, len), "%s: the file's bytes changed",
+		      when);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_msg(st.st_mtim.tv_sec == 1000000000 && st.st_mtim.tv_nsec == 0,
+		      "%s: the file's mtime moved", when);
+	free(now);
+}
+
+/*
+ * Open read-only, check the recovered contents and that nothing may change; the child's exit
+ * status: 0 ok, 1 open failed, 2 contents or a refusal wrong, 3 the writable open was let in.
+ */
+static int read_only_pass(const char *p, const uint64_t *off, unsigned n, int want_w)
+{
+	struct sefer_precovery rep;
+	struct sefer_popts ro = { .flags = SEFER_P_RDONLY, .report = &rep };
+	struct sefer_pstore *h, *h2;
+	uint8_t b[64];
+	uint64_t x;
+
+	if (sefer_pstore_open(p, &ro, &h))
+		return 1;
+	for (unsigned i = 1; i < n; i += 2)
+		if (sefer_pread(h, off[i], 0, b, 64) || b[0] != i || b[63] != i)
+			return 2;
+	if (sefer_palloc(h, 16, &x) != -EROFS || sefer_pfree(h, off[1]) != -EROFS ||
+	    sefer_pwrite(h, off[1], 0, "x", 1) != -EROFS || sefer_pset_root(h, off[1]) != -EROFS ||
+	    sefer_prealloc(h, off[1], 200, &x) != -EROFS || sefer_pcompact(h, NULL, NULL) != -EROFS)
+		return 2;
+	/* A second reader shares the lock; a writer is refused (by the lock or the mode bits). */
+	if (sefer_pstore_open(p, &ro, &h2))
+		return 2;
+	sefer_pstore_close(h2);
+	if (sefer_pstore_open(p, NULL, &h2) != want_w)
+		return 3;
+	return sefer_pstore_close(h) ? 2 : 0;
+}
+
+START_TEST(test_read_only)
+{
+	const char *p = tpath("rdonly");
+	struct sefer_precovery rep = { 0 }, rep2 = { 0 };
+	struct sefer_popts ro = { .flags = SEFER_P_RDONLY, .report = &rep };
+	struct sefer_popts rw = { .report = &rep2 };
+	struct sefer_pstore *h, *w;
+	struct sefer_pverify v;
+	uint64_t off[16];
+	size_t len;
+	uint8_t *b;
+	int st;
+
+	ck_assert_int_eq(make_crashed_store(p, 16, off), 0);
+	age(p);
+	b = slurp(p, &len);
+
+	/* The crashed store, read-only: recovery in memory, reported, nothing written. */
+	ck_assert_int_eq(sefer_pstore_open(p, &ro, &h), 0);
+	ck_assert_int_eq(rep.clean, 0);
+	ck_assert_uint_gt(rep.wal_records, 16);
+	ck_assert_int_eq(sefer_pverify(h, &v), 0);
+	ck_assert_uint_eq(v.used_blocks, 8);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+	ck_assert_int_eq(read_only_pass(p, off, 16, -EWOULDBLOCK), 0);
+	unchanged(p, b, len, "read-only open of a crashed store");
+
+	/* Mode 0444, opened by a user who may not write it (root: a child as nobody). */
+	ck_assert_int_eq(chmod(p, 0444), 0);
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgid(65534) || setuid(65534)))
+			_exit(4);
+		_exit(read_only_pass(p, off, 16, -EACCES));
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "0444 file: read-only pass status %d",
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	unchanged(p, b, len, "read-only open of a 0444 file");
+	ck_assert_int_eq(chmod(p, 0644), 0);
+
+	/* The next writable open recovers for good, as the read-only one said it would. */
+	ck_assert_int_eq(sefer_pstore_open(p, &rw, &w), 0);
+	ck_assert_int_eq(rep2.clean, 0);
+	ck_assert_uint_eq(rep2.wal_records, rep.wal_records);
+	ck_assert_uint_eq(rep2.bytes_trimmed, rep.bytes_trimmed);
+	ck_assert_uint_eq(rep2.orphans_relinked, rep.orphans_relinked);
+	ck_assert_int_eq(sefer_pstore_open(p, &ro, &h), -EWOULDBLOCK);	/* a writer has it */
+	ck_assert_int_eq(sefer_pstore_close(w), 0);
+	free(b);
+
+	/* A clean store, read-only: not a byte or the mtime changes either. */
+	age(p);
+	b = slurp(p, &len);
+	ck_assert_int_eq(sefer_pstore_open(p, &ro, &h), 0);
+	ck_assert_int_eq(rep.clean, 1);
+	ck_assert_uint_eq(rep.wal_records, 0);
+	ck_assert_int_eq(sefer_pstore_close(h), 0);
+	unchanged(p, b, len, "read-only open of a clean store");
+	free(b);
+	unlink(p);
+
+	/* Nothing is created read-only. */
+	ck_assert_int_eq(sefer_pstore_create(p, SEFER_PALLOC_SEGREGATED, &ro, &h), -EINVAL);
+	ck_assert_int_eq(access(p, F_OK), -1);
+}
+END_TEST
+
 Suite *badfile_suite(void)
 {
 	Suite *s = suite_create("persist-badfile");
@@ -308,6 +436,7 @@ Suite *badfile_suite(void)
 	tcase_add_loop_test(tc, test_block_metadata, 0, SEFER_PALLOC_KINDS);
 	tcase_add_test(tc, test_log_record);
 	tcase_add_loop_test(tc, test_every_byte, 0, SEFER_PALLOC_KINDS);
+	tcase_add_test(tc, test_read_only);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -185,6 +185,40 @@ START_TEST(test_kill_loop)
 }
 END_TEST
 
+int make_crashed_store(const char *path, unsigned n, uint64_t *off)
+{
+	struct pio_plan plan = { .seed = 7, .crash_sim = true, .keep_all = true };
+	struct sefer_popts o = { .wal_bytes = 1 << 20 };
+	struct sefer_pstore *h;
+	uint8_t fill[64];
+	uint64_t b;
+	int r;
+
+	unlink(path);
+	r = sefer_pstore_create(path, SEFER_PALLOC_SEGREGATED, &o, &h);
+	if (r) {
+		fprintf(stderr, "make_crashed_store: create %s: %s\n", path, strerror(-r));
+		return r;
+	}
+	sefer__pio_set_plan(&plan);
+	for (unsigned i = 0; i < n && !r; i++) {
+		memset(fill, (int)i, sizeof(fill));
+		r = sefer_palloc(h, sizeof(fill), &b);
+		if (!r)
+			r = sefer_pwrite(h, b, 0, fill, sizeof(fill));
+		if (!r && off)
+			off[i] = b;
+		if (!r && i % 2 == 0)
+			r = sefer_pfree(h, b);
+	}
+	sefer__pio_crash();	/* keep_all: every write stays, as after a killed process */
+	sefer_pstore_close(h);	/* fails: no I/O after the crash, the header stays "open" */
+	sefer__pio_set_plan(NULL);
+	if (r)
+		fprintf(stderr, "make_crashed_store: %s\n", strerror(-r));
+	return r;
+}
+
 Suite *crash_suite(void)
 {
 	Suite *s = suite_create("persist-crash");

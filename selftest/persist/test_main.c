@@ -3,6 +3,9 @@
  * persist-test: the Check suites of the persist face. Environment: PERSIST_TMP (directory for
  * store files, default /tmp), PERSIST_KILLS (kill-loop crashes, default 200), PERSIST_SIMS
  * (simulated crashes per allocator, default 150), PERSIST_SUITE (run one suite only).
+ *
+ * persist-test make-crashed FILE [N]: leave FILE as a power cut leaves a store with N (default
+ * 16) blocks, for the sefer-pstore tests (selftest/persist/cli-test.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +34,16 @@ long tenv(const char *name, long def)
 	return v && *v ? atol(v) : def;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *only = getenv("PERSIST_SUITE");
-	SRunner *sr = srunner_create(NULL);
+	SRunner *sr;
 	int failed;
 
+	if (argc >= 3 && !strcmp(argv[1], "make-crashed"))
+		return make_crashed_store(argv[2], argc > 3 ? (unsigned)atoi(argv[3]) : 16, NULL) ?
+			       EXIT_FAILURE : EXIT_SUCCESS;
+	sr = srunner_create(NULL);
 	if (!only || !strcmp(only, "units"))
 		srunner_add_suite(sr, units_suite());
 	if (!only || !strcmp(only, "badfile"))

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "persist/internal.h"
-#include "persist/seg.h"
+#include "persist/segregated.h"
 #include "model.h"
 #include "tests.h"
 
@@ -30,42 +30,43 @@ static void self(void *arg, const struct pm_msg *m)
 
 START_TEST(test_classes)
 {
-	unsigned seen[SEG_NUM_CLASSES] = { 0 };
+	unsigned seen[SEGREGATED_CLASSES] = { 0 };
 
-	ck_assert_uint_eq(sefer__seg_class_size(0), 16);
-	ck_assert_uint_eq(sefer__seg_class_size(15), 256);
-	ck_assert_uint_eq(sefer__seg_class_size(31), 4096);
+	ck_assert_uint_eq(sefer__segregated_class_size(0), 16);
+	ck_assert_uint_eq(sefer__segregated_class_size(15), 256);
+	ck_assert_uint_eq(sefer__segregated_class_size(31), 4096);
 	for (unsigned c = 0; c + 1 < 32; c++)
-		ck_assert_uint_lt(sefer__seg_class_size(c), sefer__seg_class_size(c + 1));
+		ck_assert_uint_lt(sefer__segregated_class_size(c),
+				  sefer__segregated_class_size(c + 1));
 	for (uint64_t size = 0; size <= 65536; size++) {
 		uint64_t need = (size + 8 + 15) & ~15ULL;
-		unsigned c = sefer__seg_class(need);
+		unsigned c = sefer__segregated_class(need);
 
-		ck_assert_uint_lt(c, SEG_NUM_CLASSES);
+		ck_assert_uint_lt(c, SEGREGATED_CLASSES);
 		seen[c]++;
 		if (need > 4096) {
 			ck_assert_uint_eq(c, 32);
 			continue;
 		}
-		ck_assert_uint_ge(sefer__seg_class_size(c), need);
+		ck_assert_uint_ge(sefer__segregated_class_size(c), need);
 		if (c)
-			ck_assert_uint_lt(sefer__seg_class_size(c - 1), need);
+			ck_assert_uint_lt(sefer__segregated_class_size(c - 1), need);
 		if (need > 256)	/* 4 classes per power of two: waste under 25% */
-			ck_assert_uint_le(sefer__seg_class_size(c) - need, need / 4);
+			ck_assert_uint_le(sefer__segregated_class_size(c) - need, need / 4);
 		ck_assert_uint_eq(need & 15, 0);
 	}
-	for (unsigned c = 0; c < SEG_NUM_CLASSES; c++)
+	for (unsigned c = 0; c < SEGREGATED_CLASSES; c++)
 		ck_assert_uint_gt(seen[c], 0);
 	for (uint64_t b = 16; b <= 65536; b += 16) {
-		unsigned l = sefer__seg_list(b);
+		unsigned l = sefer__segregated_list(b);
 
 		if (b > 4096) {
 			ck_assert_uint_eq(l, 32);
 			continue;
 		}
-		ck_assert_uint_le(sefer__seg_class_size(l), b);
+		ck_assert_uint_le(sefer__segregated_class_size(l), b);
 		if (l + 1 < 32)
-			ck_assert_uint_gt(sefer__seg_class_size(l + 1), b);
+			ck_assert_uint_gt(sefer__segregated_class_size(l + 1), b);
 	}
 }
 END_TEST
@@ -82,15 +83,15 @@ START_TEST(test_store_stack)
 	ck_assert_int_eq(sefer__pstore_extend(&s, 20000, &off), 0);
 	ck_assert_uint_eq(off, 0);
 	memset(buf, 'a', sizeof(buf));
-	ck_assert_int_eq(sefer__pstore_set(&s, 100, buf, sizeof(buf)), 0); /* spans sectors */
+	ck_assert_int_eq(sefer__pstore_set(&s, 100, buf, sizeof(buf)), 0);	/* spans sectors */
 	ck_assert_int_eq(sefer__pstore_set(&s, 5, "hello", 5), 0);
 	ck_assert_int_eq(sefer__pstore_discard(&s, 5000), 0);
 	ck_assert_int_eq(sefer__pstore_set(&s, 15000, "x", 1), -EINVAL); /* beyond the length */
 	ck_assert_int_eq(sefer__pstore_discard(&s, 1 << 30), -EINVAL);
 	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
-	ck_assert_int_eq(sefer__pstore_close(&s, false), 0); /* as if crashed: replay */
+	ck_assert_int_eq(sefer__pstore_close(&s, false), 0);		/* as if crashed: replay */
 
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert(!info.clean);
 	ck_assert_uint_eq(info.replayed, 4);
 	ck_assert_uint_eq(sefer__pstore_len(&s), 15000);
@@ -100,7 +101,7 @@ START_TEST(test_store_stack)
 	ck_assert_int_eq(buf[100], 'a');
 	ck_assert_int_eq(sefer__pstore_finish_open(&s, &trimmed), 0);
 	ck_assert_int_eq(sefer__pstore_close(&s, true), 0);
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert(info.clean);
 	ck_assert_uint_eq(info.replayed, 0);
 	ck_assert_int_eq(sefer__pstore_read(&s, 10099, buf, 3), 0);
@@ -146,7 +147,7 @@ START_TEST(test_page_cache)
 	/* 200 records of 64 bytes never fill a 64 KiB log: the cache forced the checkpoints */
 	ck_assert_uint_ge(s.ckpt_count - ckpts, 3);
 	ck_assert_int_eq(sefer__pstore_close(&s, false), 0); /* crash: the cache is lost */
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert_uint_gt(info.replayed, 0);
 	for (int i = 0; i < npages; i++) {
 		uint8_t back = 0;
@@ -357,7 +358,7 @@ START_TEST(test_orphan_relink)
 	ck_assert_int_eq(sefer_palloc(h, 100, &c), 0);
 	ck_assert_int_eq(sefer_pstore_close(h), 0);
 
-	ck_assert_int_eq(sefer__pstore_open(&s, p, &info, err, sizeof(err)), 0);
+	ck_assert_int_eq(sefer__pstore_open(&s, p, false, &info, err, sizeof(err)), 0);
 	ck_assert_int_eq(sefer__pstore_read(&s, PA_SALT_OFF, &salt, 8), 0);
 	sefer__pstore_tx_begin(&s);		/* mark b free without linking it */
 	sefer__pstore_tx_word(&s, b - 8, sefer__pword_make(salt, b - 8, 112));
@@ -396,8 +397,7 @@ static void *worker(void *arg)
 		if (off[k]) {
 			uint64_t got;
 
-			if (sefer_pread(t->h, off[k], 0, &got, 8) ||
-			    got != off[k] * 31 + (uint64_t)t->id)
+			if (sefer_pread(t->h, off[k], 0, &got, 8) || got != off[k] * 31 + (uint64_t)t->id)
 				t->err = -1000;
 			else
 				t->err = sefer_pfree(t->h, off[k]);

@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "persist/internal.h"
-#include "persist/seg.h"
+#include "persist/segregated.h"
 
-#define NLISTS SEG_NUM_CLASSES
+#define NLISTS SEGREGATED_CLASSES
 #define OVERSIZE 32
 #define OVERSIZE_PROBE 64
 
@@ -40,7 +40,7 @@ struct seg {
 };
 
 /* Smallest class whose size is >= bsize (bsize a multiple of 16, >= 16). */
-unsigned sefer__seg_class(uint64_t bsize)
+unsigned sefer__segregated_class(uint64_t bsize)
 {
 	if (bsize <= 256)
 		return (unsigned)(bsize >> 4) - 1;
@@ -52,7 +52,7 @@ unsigned sefer__seg_class(uint64_t bsize)
 	return 16 + (p - 8) * 4 + (unsigned)((s >> (p - 2)) & 3);
 }
 
-uint64_t sefer__seg_class_size(unsigned c)
+uint64_t sefer__segregated_class_size(unsigned c)
 {
 	if (c < 16)
 		return (uint64_t)(c + 1) << 4;
@@ -64,11 +64,11 @@ uint64_t sefer__seg_class_size(unsigned c)
 }
 
 /* The list a free block of bsize belongs on: the largest class with size <= bsize. */
-unsigned sefer__seg_list(uint64_t bsize)
+unsigned sefer__segregated_list(uint64_t bsize)
 {
-	unsigned c = sefer__seg_class(bsize);
+	unsigned c = sefer__segregated_class(bsize);
 
-	if (c == OVERSIZE || sefer__seg_class_size(c) == bsize)
+	if (c == OVERSIZE || sefer__segregated_class_size(c) == bsize)
 		return c;
 	return c - 1;		/* class c would promise more than bsize */
 }
@@ -115,7 +115,7 @@ static int get_link(struct palloc *pa, uint64_t b, uint64_t *next)
 
 static void push(struct palloc *pa, uint64_t b, uint64_t size)
 {
-	unsigned c = sefer__seg_list(size);
+	unsigned c = sefer__segregated_list(size);
 
 	put_hdr(pa, b, size, false);
 	sefer__pa_put_word(pa, b + 8, S(pa)->heads[c]);
@@ -127,14 +127,14 @@ static void push(struct palloc *pa, uint64_t b, uint64_t size)
  * Find a block of at least `need` bytes (reads only), then take it (appends to the open
  * record and changes memory only after every read succeeded).
  */
-static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
+static int segregated_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *sizep)
 {
-	unsigned c = sefer__seg_class(need);
+	unsigned c = sefer__segregated_class(need);
 	uint64_t b, v, next;
 	int r;
 
 	if (c < OVERSIZE) {
-		need = sefer__seg_class_size(c);
+		need = sefer__segregated_class_size(c);
 		b = S(pa)->heads[c];
 		if (b) {
 			r = get_hdr(pa, b, &v);
@@ -197,7 +197,7 @@ static int seg_take(struct palloc *pa, uint64_t need, uint64_t *bp, uint64_t *si
 }
 
 /* Give a free block back: the tail shrinks if it is the last block, else push. */
-static void seg_give(struct palloc *pa, uint64_t b, uint64_t size)
+static void segregated_give(struct palloc *pa, uint64_t b, uint64_t size)
 {
 	if (b + size == pa->tail) {
 		pa->tail = b;
@@ -215,7 +215,7 @@ static uint64_t need_of(uint64_t size)
 	return n < 16 ? 16 : n;
 }
 
-static int seg_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
+static int segregated_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 {
 	uint64_t b, bs;
 	int r;
@@ -223,7 +223,7 @@ static int seg_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 	if (size > (1ULL << 46))
 		return -ENOMEM;
 	sefer__pstore_tx_begin(pa->s);
-	r = seg_take(pa, need_of(size), &b, &bs);
+	r = segregated_take(pa, need_of(size), &b, &bs);
 	if (r) {
 		sefer__pstore_tx_abort(pa->s);
 		return r;
@@ -232,7 +232,7 @@ static int seg_alloc(struct palloc *pa, uint64_t size, uint64_t *off)
 	return sefer__pa_commit(pa);
 }
 
-static int seg_free(struct palloc *pa, uint64_t off)
+static int segregated_free(struct palloc *pa, uint64_t off)
 {
 	uint64_t b = off - 8, v;
 	int r = get_hdr(pa, b, &v);
@@ -242,11 +242,11 @@ static int seg_free(struct palloc *pa, uint64_t off)
 	if (!(v & PB_USED))
 		return -EINVAL;		/* double free */
 	sefer__pstore_tx_begin(pa->s);
-	seg_give(pa, b, pb_size(v));
+	segregated_give(pa, b, pb_size(v));
 	return sefer__pa_commit(pa);
 }
 
-static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff)
+static int segregated_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t *newoff)
 {
 	uint64_t b = off - 8, v, need = need_of(size), nb, ns;
 	int r = get_hdr(pa, b, &v);
@@ -263,10 +263,10 @@ static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t 
 	if (need <= bs)
 		return 0;			/* fits: nothing changes on disk */
 	if (b + bs == pa->tail) {		/* last block: grow in place */
-		unsigned c = sefer__seg_class(need);
+		unsigned c = sefer__segregated_class(need);
 
 		if (c < OVERSIZE)
-			need = sefer__seg_class_size(c);
+			need = sefer__segregated_class_size(c);
 		sefer__pstore_tx_begin(pa->s);
 		put_hdr(pa, b, need, true);
 		pa->tail = b + need;
@@ -285,12 +285,12 @@ static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t 
 	r = sefer__pstore_read(pa->s, off, tmp, keep);
 	if (!r) {
 		sefer__pstore_tx_begin(pa->s);
-		r = seg_take(pa, need, &nb, &ns);
+		r = segregated_take(pa, need, &nb, &ns);
 		if (r) {
 			sefer__pstore_tx_abort(pa->s);
 		} else {
 			sefer__pstore_tx_blob(pa->s, nb + 8, tmp, keep);
-			seg_give(pa, b, bs);
+			segregated_give(pa, b, bs);
 			*newoff = nb + 8;
 			r = sefer__pa_commit(pa);
 		}
@@ -299,7 +299,7 @@ static int seg_realloc(struct palloc *pa, uint64_t off, uint64_t size, uint64_t 
 	return r;
 }
 
-static uint64_t seg_usable(struct palloc *pa, uint64_t off)
+static uint64_t segregated_usable(struct palloc *pa, uint64_t off)
 {
 	uint64_t v;
 
@@ -308,7 +308,7 @@ static uint64_t seg_usable(struct palloc *pa, uint64_t off)
 	return pb_size(v) - 8;
 }
 
-static int seg_create(struct palloc *pa)
+static int segregated_create(struct palloc *pa)
 {
 	pa->priv = calloc(1, sizeof(struct seg));
 	if (!pa->priv)
@@ -351,8 +351,7 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 		val = pword_val(w);
 		size = pb_size(val);
 		if (size < 16 || b + size > pa->tail) {
-			snprintf(v->msg, sizeof(v->msg),
-				 "block at %llu has size %llu beyond the tail",
+			snprintf(v->msg, sizeof(v->msg), "block at %llu has size %llu beyond the tail",
 				 (unsigned long long)b, (unsigned long long)size);
 			r = -EUCLEAN;
 			break;
@@ -380,12 +379,8 @@ static int scan_arena(struct palloc *pa, struct scan *sc, struct sefer_pverify *
 				sc->f = nf;
 				sc->cap = nc;
 			}
-			sc->f[sc->n++] = (struct fblk){b,
-						       size,
-						       pword_val(lw),
-						       sefer__seg_list(size),
-						       false,
-						       sefer__pword_ok(pa->salt, b + 8, lw)};
+			sc->f[sc->n++] = (struct fblk){ b, size, pword_val(lw), sefer__segregated_list(size), false,
+							sefer__pword_ok(pa->salt, b + 8, lw) };
 			sc->free_bytes += size;
 		}
 		b += size;
@@ -426,10 +421,8 @@ static int check_lists(struct palloc *pa, struct scan *sc, struct sefer_pverify 
 				return -EUCLEAN;
 			}
 			if (!f->link_ok) {
-				snprintf(v->msg, sizeof(v->msg),
-					 "list %u: free block at %llu: link fails "
-					 "its check",
-					 c, (unsigned long long)b);
+				snprintf(v->msg, sizeof(v->msg), "list %u: free block at %llu: link fails "
+					 "its check", c, (unsigned long long)b);
 				return -EUCLEAN;
 			}
 			f->seen = true;
@@ -442,7 +435,7 @@ static int check_lists(struct palloc *pa, struct scan *sc, struct sefer_pverify 
 	return 0;
 }
 
-static int seg_verify(struct palloc *pa, struct sefer_pverify *v)
+static int segregated_verify(struct palloc *pa, struct sefer_pverify *v)
 {
 	struct scan sc;
 	int r = scan_arena(pa, &sc, v, NULL, NULL);
@@ -464,7 +457,7 @@ static int seg_verify(struct palloc *pa, struct sefer_pverify *v)
 	return r ? r : v->orphans ? -EUCLEAN : 0;
 }
 
-static int seg_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
+static int segregated_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 {
 	int r;
 
@@ -515,7 +508,7 @@ static int seg_open(struct palloc *pa, bool scan, struct sefer_precovery *rep)
 	return r;
 }
 
-static int seg_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg)
+static int segregated_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), void *arg)
 {
 	struct sefer_pverify v;
 	struct scan sc;
@@ -526,7 +519,7 @@ static int seg_walk(struct palloc *pa, int (*fn)(void *, uint64_t, uint64_t), vo
 }
 
 /* Merge runs of free blocks, trim a free tail, rebuild every list: one record. */
-static int seg_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
+static int segregated_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 {
 	struct sefer_pverify v = { 0 };
 	struct scan sc;
@@ -568,7 +561,7 @@ static int seg_compact(struct palloc *pa, uint64_t *merged, uint64_t *trimmed)
 	return sefer__pa_commit(pa);
 }
 
-static void seg_stats(struct palloc *pa, struct sefer_pstats *st)
+static void segregated_stats(struct palloc *pa, struct sefer_pstats *st)
 {
 	struct sefer_pverify v = { 0 };
 	struct scan sc;
@@ -583,7 +576,7 @@ static void seg_stats(struct palloc *pa, struct sefer_pstats *st)
 	free(sc.f);
 }
 
-static void seg_close(struct palloc *pa)
+static void segregated_close(struct palloc *pa)
 {
 	free(pa->priv);
 	pa->priv = NULL;
@@ -593,15 +586,15 @@ SEFER_INTERNAL const struct sefer_palloc_ops sefer__pa_segregated_ops = {
 	.name = "segregated",
 	.magic = { 'A', 'L', 'S', 'G' },
 	.group_commit = true,
-	.create = seg_create,
-	.open = seg_open,
-	.alloc = seg_alloc,
-	.realloc = seg_realloc,
-	.free = seg_free,
-	.usable = seg_usable,
-	.verify = seg_verify,
-	.walk = seg_walk,
-	.compact = seg_compact,
-	.stats = seg_stats,
-	.close = seg_close,
+	.create = segregated_create,
+	.open = segregated_open,
+	.alloc = segregated_alloc,
+	.realloc = segregated_realloc,
+	.free = segregated_free,
+	.usable = segregated_usable,
+	.verify = segregated_verify,
+	.walk = segregated_walk,
+	.compact = segregated_compact,
+	.stats = segregated_stats,
+	.close = segregated_close,
 };
