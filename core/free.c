@@ -63,13 +63,11 @@ void sefer__free_local_block(struct heap *heap, struct segment *seg, struct page
 	block_mark_free(b);
 	annotate_block_free(b, pg->block_size);
 	heap_stat_call(heap, frees);
-	block_set_next(b, pg->free);
-	pg->free = b;
-	pg->is_zero = 0;
-	pg->used--;
+	bool emptied = page_free_push(pg, b);
+
 	if (pg->flags & PAGE_FULL)
 		sefer__page_unfull(heap, pg);
-	if (pg->used == 0)
+	if (emptied)
 		sefer__page_retire(heap, pg);
 }
 

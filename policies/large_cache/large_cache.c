@@ -60,6 +60,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/large.h"
 #include "core/options.h"
 #include "core/stats.h"
 #include "sefer/os.h"
@@ -406,7 +407,7 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 		return false;
 	if (owner != h && owner && owner != &sefer__heap_empty && hand_back(owner, s))
 		return true;
-	if (h == &sefer__heap_empty || !h->live)
+	if (h == &sefer__heap_empty || !h->segments.live)
 		return false;
 	append(c, s);
 	while (c->bytes > sefer__large_cache_opt.budget)

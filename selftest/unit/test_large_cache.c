@@ -15,6 +15,7 @@
 
 #include "core/annotate.h"
 #include "core/heap.h"
+#include "core/large.h"
 #include "core/options.h"
 #include "core/segment.h"
 #include "core/segtab.h"
