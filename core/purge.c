@@ -308,19 +308,63 @@ void sefer__global_purge_at(uint64_t when)
 		;
 }
 
+struct unowned_pass {
+	uint64_t now;
+	bool force;
+};
+
+/* A spare or abandoned segment, held: what of it is due (SEFER_PURGE_DELAY_MS, no owner). */
+static uint64_t unowned_purge_due(struct segment *seg, void *arg)
+{
+	const struct unowned_pass *pass = arg;
+
+	return sefer__segment_purge_due(seg, pass->now, pass->force, sefer__purge_delay(NULL));
+}
+
+/* Purge the spare segments that are due (all with force); returns the next deadline or 0. */
+static uint64_t spare_purge(struct unowned_pass *pass)
+{
+	if (pass->force && IS_ENABLED(CONFIG_PURGE_FREE)) {
+		/* MADV_FREE leaves a purged range resident until the kernel needs it: what must
+		 * go back now (the last exit, sefer_collect(true)) is unmapped instead. */
+		sefer__spares_release_all();
+		return 0;
+	}
+	return sefer__spares_each(unowned_purge_due, pass);
+}
+
+/*
+ * Purge the dirty slots of abandoned segments that are due (all with force); one that emptied
+ * meanwhile becomes a spare, purged first with force. Returns the next deadline or 0.
+ */
+static uint64_t abandoned_purge(struct unowned_pass *pass)
+{
+	struct segment *emptied, *next_seg;
+	uint64_t next = sefer__abandoned_each_held(unowned_purge_due, pass, &emptied);
+
+	for (; emptied; emptied = next_seg) {
+		next_seg = emptied->next;
+		if (pass->force)
+			sefer__purge_dirty(emptied);
+		sefer__spare_put(emptied);
+	}
+	return next;
+}
+
 /*
  * Purge the spare and abandoned segments whose deadline passed (all with force) and set
  * sefer_purge_at to the next deadline. Any thread, no lock held.
  */
 void sefer__global_purge(uint64_t now, bool force)
 {
+	struct unowned_pass pass = { .now = now, .force = force };
 	uint64_t next, n;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
 	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
-	next = sefer__spare_purge(now, force);
-	n = sefer__abandoned_purge(now, force);
+	next = spare_purge(&pass);
+	n = abandoned_purge(&pass);
 	if (n && (!next || n < next))
 		next = n;
 	if (next)

@@ -58,17 +58,6 @@ void sefer__spare_put(struct segment *seg)
 		sefer__global_purge_at(due);
 }
 
-/*
- * An empty segment that no heap owns (an abandoned one whose last blocks were freed by other
- * threads): a spare, purged at once with force. No lock held.
- */
-static void segment_spare(struct segment *seg, bool force)
-{
-	if (force)
-		sefer__purge_dirty(seg);
-	sefer__spare_put(seg);
-}
-
 /* A spare segment for owner (now owned by it), or NULL. */
 struct segment *sefer__spare_take(struct heap *owner)
 {
@@ -88,41 +77,46 @@ struct segment *sefer__spare_take(struct heap *owner)
 	return seg;
 }
 
-/* Purge the spare segments that are due (all with force); returns the next deadline or 0. */
-uint64_t sefer__spare_purge(uint64_t now, bool force)
+/*
+ * fn(seg, arg) on every spare segment, spare_lock held (fn takes no lock); returns the least
+ * nonzero value fn returned, 0 if none.
+ */
+uint64_t sefer__spares_each(uint64_t (*fn)(struct segment *seg, void *arg), void *arg)
 {
 	uint64_t next = 0;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&nspare, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&nspare, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&spare_lock);
-	if (force && IS_ENABLED(CONFIG_PURGE_FREE)) {
-		/* MADV_FREE leaves a purged range resident until the kernel needs it: what must
-		 * go back now (the last exit, sefer_collect(true)) is unmapped instead. */
-		struct segment *all = spare;
-
-		spare = NULL;
-		__atomic_store_n(&nspare, 0, __ATOMIC_RELAXED);
-		spin_unlock(&spare_lock);
-		while (all) {
-			struct segment *seg = all;
-
-			all = seg->next;
-			sefer__segment_release(seg);
-		}
-		return 0;
-	}
 	for (struct segment *seg = spare; seg; seg = seg->next) {
-		uint64_t due =
-			sefer__segment_purge_due(seg, now, force, sefer__purge_delay(NULL));
+		uint64_t v = fn(seg, arg);
 
-		if (due && (!next || due < next))
-			next = due;
+		if (v && (!next || v < next))
+			next = v;
 	}
 	spin_unlock(&spare_lock);
 	return next;
 }
 
+/* Unmap every spare segment now. */
+void sefer__spares_release_all(void)
+{
+	struct segment *all;
+
+	if (!__atomic_load_n(&nspare, __ATOMIC_RELAXED))
+		return;
+	spin_lock(&spare_lock);
+	all = spare;
+	spare = NULL;
+	__atomic_store_n(&nspare, 0, __ATOMIC_RELAXED);
+	spin_unlock(&spare_lock);
+	while (all) {
+		struct segment *seg = all;
+
+		all = seg->next;
+		sefer__segment_release(seg);
+	}
+}
 
 /* The exiting heap's cached empty segments become spares. */
 void sefer__set_cache_to_spares(struct segment_set *set)
@@ -262,17 +256,20 @@ static bool abandoned_collect(struct segment *seg)
 }
 
 /*
- * Purge the dirty slots of abandoned segments that are due (all with force), each held by
- * HELD_OWNER meanwhile, after collecting the frees pushed into them since their thread
- * exited (a main thread freeing what its workers left): a segment that empties becomes a
- * spare. Returns the next deadline or 0.
+ * Each abandoned segment that no adopter holds, held by HELD_OWNER meanwhile, after collecting
+ * the frees pushed into it since its thread exited (a main thread freeing what its workers
+ * left): fn(seg, arg) on it if it still holds live blocks, under abandoned_lock (fn takes no
+ * lock). Those that emptied leave the list and come back through *emptied, linked by next and
+ * still held (the caller makes them spares). Returns the least nonzero value fn returned.
  */
-uint64_t sefer__abandoned_purge(uint64_t now, bool force)
+uint64_t sefer__abandoned_each_held(uint64_t (*fn)(struct segment *seg, void *arg), void *arg,
+				    struct segment **emptied)
 {
-	struct segment *emptied = NULL, *next_seg;
+	struct segment *next_seg;
 	uint64_t next = 0;
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT) || !__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+	*emptied = NULL;
+	if (!__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&abandoned_lock);
 	for (struct segment *seg = abandoned; seg; seg = next_seg) {
@@ -287,23 +284,18 @@ uint64_t sefer__abandoned_purge(uint64_t now, bool force)
 			continue;
 		if (abandoned_collect(seg)) {
 			abandoned_unlink(seg);
-			seg->next = emptied;
-			emptied = seg;
+			seg->next = *emptied;
+			*emptied = seg;
 			continue;
 		}
-		uint64_t due =
-			sefer__segment_purge_due(seg, now, force, sefer__purge_delay(NULL));
+		uint64_t v = fn(seg, arg);
 
-		if (due && (!next || due < next))
-			next = due;
-		/* release: the next adopter sees the purged slot bits */
+		if (v && (!next || v < next))
+			next = v;
+		/* release: the next adopter sees what fn changed (the purged slot bits) */
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 	}
 	spin_unlock(&abandoned_lock);
-	for (; emptied; emptied = next_seg) {
-		next_seg = emptied->next;
-		segment_spare(emptied, force);
-	}
 	return next;
 }
 

@@ -12,14 +12,17 @@ TEST_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Wno-missing-prototypes -I$(srctree)/in
 	$(ASAN_FLAGS) $(EXTRA_CFLAGS)
 TEST_LDLIBS := $(static-lib) $(LDLIBS) $(EXTRA_LDFLAGS)
 
-unit-srcs := $(wildcard $(srctree)/selftest/unit/*.c)
+# the core's suites, and each policy's beside its policy (policy-tests, Makefile)
+unit-srcs := $(wildcard $(srctree)/selftest/unit/*.c) \
+	$(foreach d,$(policy-tests),$(srctree)/$(d)/test_$(notdir $(d)).c)
 unit-bin := $(objtree)/selftest/unit/sefer-unit
 stress-bin := $(objtree)/selftest/stress/stress
 
 $(unit-bin): $(unit-srcs) $(wildcard $(srctree)/selftest/unit/*.h) $(static-lib)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC selftest/unit/sefer-unit
-	$(Q)$(CC) $(TEST_CFLAGS) $(CHECK_CFLAGS) -o $@ $(unit-srcs) $(TEST_LDLIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(srctree)/selftest/unit $(CHECK_CFLAGS) -o $@ $(unit-srcs) \
+		$(TEST_LDLIBS) $(CHECK_LIBS)
 
 $(stress-bin): $(srctree)/selftest/stress/stress.c $(static-lib)
 	$(Q)mkdir -p $(dir $@)
