@@ -15,8 +15,8 @@
  * ---- guard pages (CONFIG_GUARD_PAGES) ----
  * One OS page made inaccessible through sefer_os.protect: in a small segment the last OS page
  * of the metadata pages (the header ends at least GUARD_MAX before it, segment.h), set once
- * when the segment is mapped and kept for its life (core/segment.c); in a large segment the page
- * right after the block's last OS page, moved by large_guard_place() whenever the block is
+ * when the segment is mapped and kept for its life (core/segment.c); in a large segment the
+ * page right after the block's last OS page, moved by large_guard_place() whenever the block is
  * placed for a new size. Both go away with the reservation. The guard's size: 0 when the
  * option is off or the backend has no protect op.
  */

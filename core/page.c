@@ -205,7 +205,7 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 				sefer__report_corruption(
 					"cross-thread free list holds a block that is not pending",
 					b);
-			block_mark_free(b); /* no longer pending (segment.h) */
+			block_mark_free(b); /* no longer pending (block.h) */
 		}
 		last = b;
 		n++;

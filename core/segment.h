@@ -92,7 +92,7 @@ struct page {
 	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
 	struct page *next, *prev;		       /* bin queue or full queue */
 	/* a free slot: ms when its span was freed (dirty), or when it was purged (0: purged by
-	 * force); unused while the slot is in a span (segment.c, "Purge timing") */
+	 * force); unused while the slot is in a span (core/purge.c, "Timing") */
 	uint64_t slot_since;
 } cacheline_aligned;
 
@@ -111,7 +111,7 @@ struct segment {
 	size_t size; /* bytes mapped */
 	uintptr_t cookie;
 	struct segment *next, *prev; /* heap's list, abandoned list, or segment cache */
-	/* abandoned: the heap that last freed into it (reclaim's hint, heap.c); else stale */
+	/* abandoned: the heap that last freed into it (reclaim's hint, unowned.c); else stale */
 	_Atomic(struct heap *) freed_by;
 	struct sync_node reg;	     /* registry of live segments (RCU-walked) */
 
@@ -145,7 +145,7 @@ struct segment {
 
 /*
  * With CONFIG_GUARD_PAGES the metadata pages keep room for a guard page of up to GUARD_MAX
- * bytes (an OS page) after the header, before the first block page (segment.c).
+ * bytes (an OS page) after the header, before the first block page (core/large.h).
  */
 #define GUARD_MAX (IS_ENABLED(CONFIG_GUARD_PAGES) ? (size_t)16 << 10 : (size_t)0)
 #define META_PAGES ((sizeof(struct segment) + GUARD_MAX + SPAGE_SIZE - 1) >> SPAGE_SHIFT)

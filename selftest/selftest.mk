@@ -260,7 +260,7 @@ endif
 check-newpolicy:
 	+$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
 
-# ---- decommit, a core mechanism (core/segment.c, core/page.c, core/heap.c): its workload and
+# ---- decommit, a core mechanism (core/purge.c, core/span.c, core/unowned.c): its workload and
 # its measuring program live here, next to its unit test (Documentation/decommit.rst).
 #   make decommit-measure     RSS curves of selftest/decommit/rss_curve.c under glibc,
 #                             mimalloc and sefer (LD_PRELOAD), one run each

@@ -343,7 +343,7 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 
 		if (!usable || !fits_as_is(usable, size, off))
 			continue;
-		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
+		/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
 		if (!large_place(s, off, size))
 			continue;
 		unlink_seg(c, s); /* *dirty stays: the whole block */
