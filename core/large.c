@@ -7,9 +7,9 @@
 #include "core/annotate.h"
 #include "core/block.h"
 #include "core/error.h"
+#include "core/heap.h" /* policy_segment_placed: policy.h's hot bodies need struct heap */
 #include "core/large.h"
 #include "core/options.h"
-#include "core/policy.h"
 #include "core/stats.h"
 #include "sefer/os.h"
 
@@ -135,7 +135,7 @@ struct segment *sefer__segment_resize_large(struct segment *seg, size_t size, si
 		atomic_fetch_sub_explicit(&sefer__large_mapped, old - total, memory_order_relaxed);
 	if (sefer__opt.verbose)
 		sefer__message("resized segment %p (%zu bytes) to %p (%zu bytes)", (void *)seg, old,
-			      (void *)moved, total);
+			       (void *)moved, total);
 	sefer__segment_publish(moved);
 	return moved;
 }

@@ -15,10 +15,10 @@
 #include "core/annotate.h"
 #include "core/block.h"
 #include "core/error.h"
+#include "core/heap.h" /* policy_segment_placed: policy.h's hot bodies need struct heap */
 #include "core/large.h"
 #include "core/options.h"
 #include "core/owned.h"
-#include "core/policy.h"
 #include "core/purge.h"
 #include "core/segtab.h"
 #include "core/stats.h"

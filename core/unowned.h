@@ -22,14 +22,14 @@ SEFER_INTERNAL __must_check struct segment *sefer__spare_take(struct heap *owner
 SEFER_INTERNAL void sefer__set_cache_to_spares(struct segment_set *set);
 SEFER_INTERNAL void sefer__segment_drop(struct segment *seg);
 SEFER_INTERNAL uint64_t sefer__spares_each(uint64_t (*fn)(struct segment *seg, void *arg),
-					  void *arg);
+					   void *arg);
 SEFER_INTERNAL void sefer__spares_release_all(void);
 
 SEFER_INTERNAL void sefer__set_mark_never(struct segment_set *set);
 SEFER_INTERNAL void sefer__set_abandon(struct segment_set *set);
 SEFER_INTERNAL bool sefer__abandoned_reclaim(struct heap *heap, unsigned bin);
 SEFER_INTERNAL uint64_t sefer__abandoned_each_held(uint64_t (*fn)(struct segment *seg, void *arg),
-						  void *arg, struct segment **emptied);
+						   void *arg, struct segment **emptied);
 
 SEFER_INTERNAL void sefer__unowned_fork_prepare(void) __acquires(abandoned_lock)
 	__acquires(spare_lock);

@@ -219,7 +219,7 @@ static void *backoff_thread(void *arg)
 	struct backoff_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	uint64_t base = sefer__purge_delay(NULL), now;
+	uint64_t base = sefer__purge_delay(NULL), now, calm;
 	struct page *pg = span_take(heap);
 
 	/* Without fork (the ports' runner), this heap's segment may be a spare an earlier test's
@@ -250,9 +250,10 @@ static void *backoff_thread(void *arg)
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now, &c->same_slot);
 	c->cap_again = heap->segments.purge_backoff;
-	sefer__purge_calm(&heap->segments, heap->segments.backoff_since + 8 * sefer__purge_delay(&heap->segments) - 1);
+	calm = heap->segments.backoff_since + 8 * sefer__purge_delay(&heap->segments);
+	sefer__purge_calm(&heap->segments, calm - 1);
 	c->before_calm = heap->segments.purge_backoff;
-	sefer__purge_calm(&heap->segments, heap->segments.backoff_since + 8 * sefer__purge_delay(&heap->segments));
+	sefer__purge_calm(&heap->segments, calm);
 	c->after_calm = heap->segments.purge_backoff;
 	sefer__span_free(&heap->segments, pg);
 	sefer_free(keep);
