@@ -21,8 +21,7 @@ stress-bin := $(objtree)/selftest/stress/stress
 $(unit-bin): $(unit-srcs) $(wildcard $(srctree)/selftest/unit/*.h) $(static-lib)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC selftest/unit/sefer-unit
-	$(Q)$(CC) $(TEST_CFLAGS) -I$(srctree)/selftest/unit $(CHECK_CFLAGS) -o $@ $(unit-srcs) \
-		$(TEST_LDLIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(TEST_CFLAGS) $(CHECK_CFLAGS) -o $@ $(unit-srcs) $(TEST_LDLIBS) $(CHECK_LIBS)
 
 $(stress-bin): $(srctree)/selftest/stress/stress.c $(static-lib)
 	$(Q)mkdir -p $(dir $@)

@@ -19,7 +19,7 @@
 #include "core/options.h"
 #include "core/segment.h"
 #include "core/segtab.h"
-#include "unit.h"
+#include "selftest/unit/unit.h"
 
 #define MiB ((size_t)1 << 20)
 

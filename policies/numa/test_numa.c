@@ -15,7 +15,7 @@
 #include "core/heap.h"
 #include "core/segment.h"
 #include "core/span.h"
-#include "unit.h"
+#include "selftest/unit/unit.h"
 
 #if IS_ENABLED(CONFIG_POLICY_NUMA)
 #include <numa.h>
