@@ -237,7 +237,7 @@ void sefer__free_slow(void *p)
 					    */
 	/* Another heap's, or abandoned by an exited thread: pushed like any cross-thread free.
 	 * A thread that needs memory reclaims abandoned segments and collects these frees
-	 * (heap.c). Adopting on free instead made a thread that frees old items (the next
+	 * (unowned.c). Adopting on free instead made a thread that frees old items (the next
 	 * generation taking over its predecessor's, a main thread reaping its workers) own
 	 * every segment it touched and spread its allocations over all of them: threadgen at
 	 * two threads peaked at 2x mimalloc's RSS that way, and at 1.0x without. Freeing into
