@@ -428,6 +428,9 @@ Test targets (make check runs every group this configuration enables):
   check-amalgamation
                     - The amalgamation compiled alone (gcc, clang -Werror), the unit suite
                       linked with it, SEFER_STATIC_ALL checked with nm (also vendor_defconfig)
+  check-symbols     - nm: no global symbol but the API, the malloc face and sefer__* in
+                      libsefer.a, libsefer.so, the amalgamation (4 configs); a program with
+                      its own report_error, page_find... links against libsefer.a and it
   check-lua         - sefer-lua and sefer-lua-libc against lua5.4: same output, status
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call

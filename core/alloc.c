@@ -121,7 +121,8 @@ void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero
 	struct segment *seg;
 	size_t dirty = SIZE_MAX;
 
-	if (size > PTRDIFF_MAX) {
+	/* a request the machine could never back (os.h, max_request; at most PTRDIFF_MAX) */
+	if (size > sefer__os_info.max_request) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -310,6 +311,8 @@ static void *large_realloc(struct heap *heap, struct segment *seg, void *p, size
 		annotate_block_resize(p, size, avail);
 		return p;
 	}
+	if (size > sefer__os_info.max_request)
+		return NULL; /* never backed: the caller's malloc fails with ENOMEM, p untouched */
 	if (size > avail && (q = large_regrow(heap, seg, p, size)))
 		return q;
 	if (size > avail || size > SMALL_MAX)

@@ -19,7 +19,13 @@
 #include "core/options.h"
 #include "core/stats.h"
 
-SEFER_INTERNAL struct sefer_os_info sefer__os_info = { 4096, 4096, 1, true };
+SEFER_INTERNAL struct sefer_os_info sefer__os_info = {
+	.page_size = 4096,
+	.alloc_granularity = 4096,
+	.node_count = 1,
+	.overcommit = true,
+	.max_request = PTRDIFF_MAX,
+};
 SEFER_INTERNAL uintptr_t sefer__list_key;
 SEFER_INTERNAL uintptr_t sefer__mark_key;
 SEFER_INTERNAL uint64_t sefer__shuffle_key;

@@ -223,6 +223,19 @@ check-sparse:
 	done; exit $$bad
 .PHONY: check-sparse
 
+# ---- the naming rule (Documentation/architecture.rst, "Names"; selftest/symbols/
+# check-symbols.sh): nm over libsefer.a, libsefer.so's dynamic table and the compiled
+# amalgamation of linux_defconfig, linux_min, hardened and all policies on (check-policies'
+# all-on set) finds no global symbol but the API, the malloc face and sefer__*; a program with
+# its own report_error, parse_size, page_find and options_init links against libsefer.a and the
+# amalgamation and calls its own. Budget: 60 s on the 2-core machine.
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-symbols
+endif
+check-symbols:
+	+$(Q)bash $(srctree)/selftest/symbols/check-symbols.sh $(srctree) $(objtree)/symbols \
+		"$(pol-set-all-on)"
+
 # ---- alternate configurations run the whole unit suite and the stress test
 alt-configs := linux_min hardened small_segments
 ifeq ($(CONFIG_BACKEND_LINUX),y)

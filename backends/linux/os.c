@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,12 +30,45 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "backends/posix/posix.h"
 
 static int node_count = 1;
 static size_t page_size = 4096;
+
+/*
+ * The largest single request the machine could ever back (os.h, max_request). sefer reserves
+ * with MAP_NORESERVE, which the kernel's heuristic overcommit (vm.overcommit_memory = 0, the
+ * default) does not account, so a 64 TiB request would be granted where glibc's mmap, which
+ * is accounted, fails: the heuristic refuses one mapping larger than RAM + swap, and so does
+ * this bound. Under 1 (always overcommit) the kernel grants glibc anything too: no bound.
+ * Under 2 (never) the kernel ignores MAP_NORESERVE and refuses what passes its commit limit
+ * itself. RLIMIT_AS needs nothing here: the kernel applies the limit in force to every mmap
+ * and mremap. Read once, at init: no allocation (open, read, sysinfo), and no /proc needed to
+ * get the default's bound.
+ */
+static size_t max_request(void)
+{
+	char mode = '0';
+	struct sysinfo si;
+	uint64_t units, bytes;
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &mode, 1) != 1)
+			mode = '0';
+		close(fd);
+	}
+	if (mode != '0' || sysinfo(&si) != 0)
+		return PTRDIFF_MAX;
+	units = (uint64_t)si.totalram + si.totalswap;
+	if (__builtin_mul_overflow(units, (uint64_t)(si.mem_unit ? si.mem_unit : 1), &bytes) ||
+	    bytes > PTRDIFF_MAX)
+		return PTRDIFF_MAX;
+	return (size_t)bytes;
+}
 
 static void linux_init(struct sefer_os_info *info)
 {
@@ -63,6 +97,7 @@ static void linux_init(struct sefer_os_info *info)
 	}
 	node_count = n > 0 ? n : 1;
 	info->node_count = node_count;
+	info->max_request = max_request();
 }
 
 #define OS_STEP ((size_t)2 << 20)

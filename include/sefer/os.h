@@ -32,6 +32,14 @@ struct sefer_os_info {
 	size_t alloc_granularity; /* unit and alignment of reserve (64 KiB on Windows) */
 	int node_count;		/* NUMA nodes, >= 1 */
 	bool overcommit;	/* reserved memory may be touched without commit */
+	/*
+	 * The largest single request the machine could ever back, in bytes: larger ones fail
+	 * with ENOMEM at once instead of reserving address space that touching would never
+	 * get (Documentation/architecture.rst, "Requests that can never be backed"). Preset
+	 * to PTRDIFF_MAX; a backend that knows a lower bound (Linux: RAM + swap under the
+	 * kernel's heuristic overcommit) lowers it, without allocating.
+	 */
+	size_t max_request;
 };
 
 #define SEFER_NO_NODE (-1)

@@ -6,6 +6,9 @@
  *
  *   cxx preload | linked | static   where operator new is expected to come from: libsefer.so
  *                                   under LD_PRELOAD, libsefer.so linked, libsefer.a
+ * A request no machine here could back (64 TiB, with less RAM + swap under the kernel's
+ * default overcommit) throws std::bad_alloc too, as with glibc (never_backed).
+ *
  *   cxx delete-bad | delete-align-bad   a sized / aligned delete that lies (reported with
  *                                       CONFIG_HARDENED; check-cxx.sh expects the report)
  *
@@ -13,6 +16,7 @@
  * the program is linked to nothing of sefer's and looks sefer_owns up at run time.
  */
 #include <dlfcn.h>
+#include <sys/sysinfo.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -184,6 +188,40 @@ static void out_of_memory()
 	      handler_calls);
 }
 
+/* 64 TiB: more than RAM + swap on the machine (checked), under vm.overcommit_memory 0. */
+static void never_backed()
+{
+	const std::size_t tib64 = (std::size_t)1 << 46;
+	struct sysinfo si;
+	int mode = 0;
+	bool caught = false;
+	std::FILE *f = std::fopen("/proc/sys/vm/overcommit_memory", "r");
+
+	if (f) {
+		if (std::fscanf(f, "%d", &mode) != 1)
+			mode = 0;
+		std::fclose(f);
+	}
+	if (mode != 0 || sysinfo(&si) ||
+	    ((double)si.totalram + (double)si.totalswap) * si.mem_unit >= (double)tib64) {
+		std::printf("cxx: this machine might back 64 TiB: never_backed not checked\n");
+		return;
+	}
+	try {
+		char *p = new char[tib64];
+
+		sink = p;
+		delete[] p;
+	} catch (const std::bad_alloc &) {
+		caught = true;
+	}
+	CHECK(caught, "new char[1 << 46] (64 TiB) did not throw std::bad_alloc");
+	void *p = ::operator new(tib64, std::nothrow);
+
+	CHECK(p == nullptr, "nothrow new of 64 TiB served");
+	::operator delete(p);
+}
+
 static void library()
 {
 	std::map<std::string, std::vector<int>> m;
@@ -231,6 +269,7 @@ int main(int argc, char **argv)
 	where_from(mode);
 	forms();
 	out_of_memory();
+	never_backed();
 	library();
 	std::printf("cxx: %s: %d checks, %d failed\n", mode, checks, failures);
 	return failures ? 1 : 0;

@@ -6,6 +6,7 @@
  * must be sefer's, which sefer_owns (found with dlsym) confirms.
  *
  *   face all [XML]        every check; malloc_info's report goes to XML when given
+ *                         (with the requests no machine here could back: never_backed)
  *   face contract         the sized frees, right sizes only (no report expected: HARDENED)
  *   face sized-bad | aligned-bad | align-missing | delete-warn   one misuse each (check-face.sh
  *                         expects the report and how the process ends)
@@ -19,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define M_PURGE		       (-101)
@@ -261,6 +265,97 @@ static void alignments(void)
 	CHECK(posix_memalign(&p, 3 * sizeof(void *), 10) == EINVAL, "alignment 24");
 }
 
+/* Address space the process holds, from /proc/self/statm. */
+static size_t vm_size(void)
+{
+	long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * A request the machine could never back fails with ENOMEM, as glibc's does, whatever the call
+ * (Documentation/architecture.rst): 64 TiB, on a machine with less RAM + swap than that under
+ * the kernel's default heuristic overcommit. A realloc to it leaves the block as it was. Then,
+ * in a child, RLIMIT_AS lowered to what the process holds plus 256 MiB refuses 1 GiB and still
+ * serves 64 MiB.
+ */
+/* p is NULL with errno ENOMEM; what was served instead is freed (the next check needs the
+ * address space). */
+static bool refused(void *p)
+{
+	bool enomem = errno == ENOMEM;
+
+	free(p);
+	return !p && enomem;
+}
+
+static void never_backed(void)
+{
+	const size_t huge = (size_t)1 << 46;
+	struct sysinfo si;
+	FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+	int mode = 0, st = -1;
+	void *p = NULL;
+	char *q;
+	pid_t pid;
+
+	if (f) {
+		if (fscanf(f, "%d", &mode) != 1)
+			mode = 0;
+		fclose(f);
+	}
+	if (mode == 0 && !sysinfo(&si) &&
+	    ((double)si.totalram + (double)si.totalswap) * si.mem_unit < (double)huge) {
+		CHECK(refused((errno = 0, malloc(huge))), "malloc(64 TiB) served");
+		CHECK(refused((errno = 0, calloc((size_t)1 << 23, (size_t)1 << 23))),
+		      "calloc(2^23, 2^23) served");
+		CHECK(refused((errno = 0, aligned_alloc(4096, huge))),
+		      "aligned_alloc(4096, 64 TiB) served");
+		CHECK(refused((errno = 0, reallocarray(NULL, (size_t)1 << 36, (size_t)1 << 10))),
+		      "reallocarray(NULL, 2^36, 2^10) served");
+		st = posix_memalign(&p, (size_t)1 << 30, huge);
+		CHECK(st == ENOMEM && !p, "posix_memalign(1 GiB, 64 TiB) gave %d", st);
+		free(p);
+		for (size_t n = 100; n <= ((size_t)8 << 20); n *= 1000) { /* small, then large */
+			q = malloc(n);
+			memset(q, 0x5a, n);
+			errno = 0;
+			CHECK(!realloc(q, huge) && errno == ENOMEM, "realloc(%zu, 64 TiB) served", n);
+			CHECK(q[0] == 0x5a && q[n - 1] == 0x5a && malloc_usable_size(q) >= n,
+			      "the %zu-byte block changed by a failed realloc", n);
+			free(q);
+		}
+	} else {
+		printf("face: never_backed: this machine might back 64 TiB: not checked\n");
+	}
+	CHECK(refused((errno = 0, calloc(SIZE_MAX / 2, 3))), "calloc overflow served");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { vm_size() + ((size_t)256 << 20), RLIM_INFINITY };
+
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(3);
+		errno = 0;
+		if ((sink = malloc((size_t)1 << 30)) || errno != ENOMEM)
+			_exit(4);
+		q = malloc((size_t)64 << 20);
+		if (!q)
+			_exit(5);
+		memset(q, 1, (size_t)64 << 20);
+		_exit(0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "RLIMIT_AS child: status %d (3 setrlimit, 4 1 GiB served, 5 64 MiB refused)", st);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -300,6 +395,7 @@ int main(int argc, char **argv)
 		opt();
 		report(argc > 2 ? argv[2] : NULL);
 		alignments();
+		never_backed();
 	}
 	printf("face: %s: %d checks, %d failed\n", mode, checks, failures);
 	return failures ? 1 : 0;

@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef CONFIG_BACKEND_LINUX
+#include <sys/sysinfo.h>
+#endif
 
 #include "core/config.h"
+#include "core/init.h"
 #include "core/large.h"
 #include "core/options.h"
 #include "core/segment.h"
@@ -302,6 +306,78 @@ START_TEST(overflow_checks)
 }
 END_TEST
 
+/*
+ * A request larger than the machine could ever back (os.h, max_request) fails with ENOMEM
+ * in every call that can make it, and a realloc to it leaves the block as it was. On Linux
+ * the bound is the one computed here again: RAM + swap under vm.overcommit_memory 0, none
+ * (PTRDIFF_MAX) under 1 and 2 (Documentation/architecture.rst).
+ */
+START_TEST(never_backed)
+{
+	size_t max = sefer__os_info.max_request, over = max + 1;
+#ifdef CONFIG_BACKEND_LINUX
+	FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+	struct sysinfo si;
+	int mode = 0;
+	size_t expect = PTRDIFF_MAX;
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &mode), 1);
+		fclose(f);
+	}
+	ck_assert_int_eq(sysinfo(&si), 0);
+	if (mode == 0 && ((double)si.totalram + si.totalswap) * si.mem_unit < (double)PTRDIFF_MAX)
+		expect = ((size_t)si.totalram + si.totalswap) * si.mem_unit;
+	ck_assert_uint_eq(max, expect);
+#endif
+	if (max >= PTRDIFF_MAX) {
+		printf("never_backed: no bound below PTRDIFF_MAX here: only the bound checked\n");
+		return;
+	}
+	errno = 0;
+	ck_assert_ptr_null(sefer_malloc(over));
+	ck_assert_int_eq(errno, ENOMEM);
+	if (max < ((size_t)1 << 46)) {
+		errno = 0;
+		ck_assert_ptr_null(sefer_malloc((size_t)1 << 46));
+		ck_assert_int_eq(errno, ENOMEM);
+	}
+	errno = 0;
+	ck_assert_ptr_null(sefer_calloc(2, over / 2 + 1));
+	ck_assert_int_eq(errno, ENOMEM);
+	errno = 0;
+	ck_assert_ptr_null(sefer_aligned_alloc(4096, over));
+	ck_assert_int_eq(errno, ENOMEM);
+	errno = 0;
+	ck_assert_ptr_null(sefer_aligned_alloc(SEGMENT_SIZE * 4, over));
+	ck_assert_int_eq(errno, ENOMEM);
+	for (size_t n = 100; n <= ((size_t)8 << 20); n *= 1000) { /* a small block, a large one */
+		unsigned char *p = sefer_malloc(n);
+
+		ck_assert_ptr_nonnull(p);
+		memset(p, 0xa5, n);
+		errno = 0;
+		ck_assert_ptr_null(sefer_realloc(p, over));
+		ck_assert_int_eq(errno, ENOMEM);
+		ck_assert_uint_ge(sefer_usable_size(p), n);
+		for (size_t i = 0; i < n; i += 4093)
+			ck_assert_uint_eq(p[i], 0xa5);
+		ck_assert_uint_eq(p[n - 1], 0xa5);
+		sefer_free(p);
+	}
+#ifdef CONFIG_HEAPS
+	struct sefer_heap *h = sefer_heap_new();
+
+	ck_assert_ptr_nonnull(h);
+	errno = 0;
+	ck_assert_ptr_null(sefer_heap_malloc(h, over));
+	ck_assert_int_eq(errno, ENOMEM);
+	sefer_heap_destroy(h);
+#endif
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 START_TEST(aligned_allocation)
 {
 	for (size_t a = 1; a <= ((size_t)1 << 20); a <<= 1) {
@@ -468,6 +544,7 @@ Suite *api_suite(void)
 		tcase_add_test(tc, calloc_prefault);
 #endif
 	tcase_add_test(tc, overflow_checks);
+	tcase_add_test(tc, never_backed);
 	tcase_add_test(tc, aligned_allocation);
 	tcase_add_test(tc, huge_alignment);
 	tcase_add_test(tc, reuse_after_free);

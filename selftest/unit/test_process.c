@@ -163,6 +163,46 @@ int child_main(const char *mode)
 		sefer_free(p);
 		return 0;
 	}
+	if (!strcmp(mode, "rlimit-as")) {
+		/* RLIMIT_AS as it is when the request comes, not as it was at init: lowered to
+		 * what the process holds plus 256 MiB, it refuses 1 GiB (a realloc to it keeps
+		 * the block) and serves 64 MiB; raised again, it serves 1 GiB. */
+		struct rlimit rl = { 0, RLIM_INFINITY };
+		long pages = 0;
+		FILE *f = fopen("/proc/self/statm", "r");
+		char *q;
+
+		if (!f || fscanf(f, "%ld", &pages) != 1)
+			return 30;
+		fclose(f);
+		p = sefer_malloc((size_t)8 << 20);
+		if (!p)
+			return 31;
+		memset(p, 0x3c, (size_t)8 << 20);
+		rl.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+		if (setrlimit(RLIMIT_AS, &rl))
+			return 32;
+		errno = 0;
+		if ((kept = sefer_malloc((size_t)1 << 30)) || errno != ENOMEM)
+			return 33;
+		errno = 0;
+		if ((kept = sefer_realloc(p, (size_t)1 << 30)) || errno != ENOMEM)
+			return 34;
+		if (p[0] != 0x3c || p[((size_t)8 << 20) - 1] != 0x3c)
+			return 35;
+		q = sefer_malloc((size_t)64 << 20);
+		if (!q)
+			return 36;
+		memset(q, 1, (size_t)64 << 20);
+		sefer_free(q);
+		rl.rlim_cur = RLIM_INFINITY;
+		if (setrlimit(RLIMIT_AS, &rl) || !(q = sefer_realloc(p, (size_t)1 << 30)) ||
+		    q[((size_t)8 << 20) - 1] != 0x3c)
+			return 37;
+		sefer_free(q);
+		fprintf(stderr, "rlimit-as: refused and served as the limit in force says\n");
+		return 0;
+	}
 	if (!strcmp(mode, "oom")) {
 		struct rlimit rl = { (rlim_t)512 << 20, (rlim_t)512 << 20 };
 		size_t n = 0;
@@ -314,6 +354,15 @@ START_TEST(out_of_memory)
 }
 END_TEST
 
+START_TEST(rlimit_as_in_force)
+{
+	int st = run_child("rlimit-as", NULL, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "rlimit-as: refused and served"), "%s", out);
+}
+END_TEST
+
 START_TEST(fork_from_threads)
 {
 	int st = run_child("fork", NULL, out, sizeof(out));
@@ -344,6 +393,7 @@ Suite *process_suite(void)
 	tcase_add_test(tc, bad_env_named);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, out_of_memory);
+	tcase_add_test(tp, rlimit_as_in_force);
 	tcase_add_test(tp, fork_from_threads);
 	tcase_set_timeout(tp, 120);
 	suite_add_tcase(s, tp);
