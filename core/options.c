@@ -50,7 +50,7 @@ static struct sefer_option core_options[] = {
 		.type = OPT_CHOICE,
 		.secure = OPT_SECURE_LOWER,
 		.value.c = &sefer__opt.on_error,
-		.def = ON_ERROR_ABORT,
+		.def = 0, /* ON_ERROR_ABORT */
 		.choices = (const char *const[]){ "abort", "warn", NULL },
 		.help = "What happens after a heap misuse is reported (see ERROR REPORTS): "
 			"`abort` ends the process with SIGABRT, so a core dump or a debugger shows "
