@@ -43,7 +43,7 @@ static struct sefer_option core_options[] = {
 			"segment mapped and released, on standard error. "
 			"Meant for debugging sefer, not for production: a busy program prints a "
 			"great deal.",
-		.example = "SEFER_VERBOSE=1 true 2>&1 | grep option",
+		.example = "SEFER_VERBOSE=1 ls 2>&1 | grep option",
 	},
 	{
 		.name = "ON_ERROR",
