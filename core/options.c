@@ -332,18 +332,18 @@ size_t sefer__option_format(const struct sefer_option *o, char *buf, size_t len)
 	return n;
 }
 
-/* Where the messages name o: SEFER_NAME for a variable, its key in SEFER_OPTIONS. */
-static void place(const struct sefer_option *o, enum option_origin from, char *buf, size_t len)
+/* o's name as the messages spell it: SEFER_NAME for a variable, its key in SEFER_OPTIONS. */
+static void spell(const struct sefer_option *o, bool variable, char *buf, size_t len)
 {
 	size_t i = 0;
 
-	if (from != ORIGIN_OPTIONS)
+	if (variable) {
 		sefer__format(buf, len, "SEFER_%s", o->name);
-	else
-		for (; o->name[i] && i + 1 < len; i++)
-			buf[i] = lower(o->name[i]);
-	if (from == ORIGIN_OPTIONS)
-		buf[i] = '\0';
+		return;
+	}
+	for (; o->name[i] && i + 1 < len; i++)
+		buf[i] = lower(o->name[i]);
+	buf[i] = '\0';
 }
 
 static void report(const struct sefer_option *o, const char *text, enum option_origin from,
@@ -352,7 +352,7 @@ static void report(const struct sefer_option *o, const char *text, enum option_o
 	const char *in = from == ORIGIN_OPTIONS ? "SEFER_OPTIONS: " : "";
 	char where[64], now[32], expect[96], lo[32], hi[32];
 
-	place(o, from, where, sizeof(where));
+	spell(o, from != ORIGIN_OPTIONS, where, sizeof(where));
 	sefer__option_format(o, now, sizeof(now));
 	if (r == PARSE_RANGE) {
 		format_value(o, o->min, lo, sizeof(lo));
@@ -513,19 +513,12 @@ static void report_unknown(const char *in, const char *name, bool env)
 {
 	const struct sefer_option *o = closest(bare(name));
 	char best[64];
-	size_t i = 0;
 
 	if (!o) {
 		sefer__message("%sunknown option %s (sefer(7) lists them)", in, name);
 		return;
 	}
-	if (env)
-		sefer__format(best, sizeof(best), "SEFER_%s", o->name);
-	else
-		for (; o->name[i] && i + 1 < sizeof(best); i++)
-			best[i] = lower(o->name[i]);
-	if (!env)
-		best[i] = '\0';
+	spell(o, env, best, sizeof(best));
 	sefer__message("%sunknown option %s (did you mean %s?)", in, name, best);
 }
 
