@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "core/error.h"
+#include "core/heap.h" /* the policies' hot bodies, which policy.h declares */
 #include "core/init.h"
 #include "core/options.h"
 #include "core/policy.h"
