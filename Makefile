@@ -41,12 +41,12 @@ endif
 # The quick-start goals install what they need first (idempotent; fast when all is present),
 # so that they work on a fresh machine with only gcc and make.
 ifneq ($(filter run check bench,$(MAKECMDGOALS)),)
-ifndef SEFER_DEPS_CHECKED
+ifndef sefer_deps_checked
 $(info sefer: checking build and test dependencies (scripts/install-deps))
 ifneq ($(shell bash $(srctree)/scripts/install-deps >&2; echo $$?),0)
 $(error scripts/install-deps failed: see the messages above)
 endif
-export SEFER_DEPS_CHECKED := 1
+export sefer_deps_checked := 1
 endif
 endif
 ifeq ($(wildcard $(PYTHON)),)
@@ -350,7 +350,7 @@ distclean:
 
 # Every target, the way the kernel's 'make help' lists them. check-config fails when a .PHONY
 # target is missing here.
-define SEFER_HELP
+define sefer_help
 Cleaning targets:
   clean             - Remove the build output but keep the configuration ($(O)/.config)
   distclean         - Remove $(O) entirely
@@ -477,10 +477,10 @@ Variables:
 
 Configurations in configs/:
 endef
-export SEFER_HELP
+export sefer_help
 
 help:
-	@printf '%s\n' "$$SEFER_HELP"
+	@printf '%s\n' "$$sefer_help"
 	@for f in $(sort $(notdir $(wildcard $(srctree)/configs/*_defconfig))); do \
 		printf '  %s\n' "$$f"; done
 .PHONY: clean distclean help

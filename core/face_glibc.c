@@ -116,12 +116,9 @@ FACE struct mallinfo mallinfo(void)
 	return mi;
 }
 
-/* "Never" for the purge delay: far enough that now + delay cannot wrap. */
-#define PURGE_NEVER ((uint64_t)1 << 62)
-
 static void set_purge_delay(uint64_t ms)
 {
-	__atomic_store_n(&sefer__opt.purge_delay_ms, ms, __ATOMIC_RELAXED);
+	sefer__option_store(sefer__option_find("PURGE_DELAY_MS"), ms, ORIGIN_API);
 }
 
 /* SEFER_PURGE_DELAY_MS as the environment (or the default) set it, before any mallopt. */
@@ -135,8 +132,9 @@ static uint64_t env_purge_delay(void)
 }
 
 /*
- * glibc's parameters, and Android's and sefer's own (include/sefer.h). Returns 1 when the
- * parameter is known and its value valid, 0 otherwise (glibc returns 1 for an unknown one).
+ * glibc's parameters, and Android's and sefer's own (include/sefer.h), set in the option table
+ * as sefer_option_set sets them (their origin becomes "API"). Returns 1 when the parameter is
+ * known and its value valid, 0 otherwise (glibc returns 1 for an unknown one).
  * Honoured:
  *   M_TRIM_THRESHOLD  < 0 (glibc: no trimming): empty pages are never purged; 0: purged at
  *                     once; > 0: after the default delay (SEFER_PURGE_DELAY_MS)
@@ -157,10 +155,11 @@ FACE int mallopt(int param, int value)
 
 	switch (param) {
 	case M_TRIM_THRESHOLD:
-		set_purge_delay(value < 0 ? PURGE_NEVER : value == 0 ? 0 : env_delay);
+		set_purge_delay(value < 0 ? PURGE_DELAY_NEVER : value == 0 ? 0 : env_delay);
 		return 1;
 	case M_CHECK_ACTION:
-		sefer__opt.on_error = (value & 2) ? ON_ERROR_ABORT : ON_ERROR_WARN;
+		sefer__option_store(sefer__option_find("ON_ERROR"),
+				    (value & 2) ? ON_ERROR_ABORT : ON_ERROR_WARN, ORIGIN_API);
 		return 1;
 	case M_PURGE:
 	case M_PURGE_ALL:

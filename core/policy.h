@@ -49,6 +49,9 @@
  *                       the default alignment and room to grow further (more than large_alloc's
  *                       fit would give), or NULL. The core copies the block into it.
  *   print_stats()       at exit with SEFER_SHOW_STATS; writes through the error stream.
+ * And one field that is not a hook:
+ *   options             the policy's SEFER_* options, defined in its own files: process init
+ *                       reads them with the core's, before init() (core/options.h).
  * HOT slots are inlined into malloc and free: no lock, no atomic read-modify-write, no call
  * that is not itself inlined (selftest/fastpath checks the disassembly). Their bodies need
  * struct heap, so they live in a separate header (Kbuild's <name>-hot) that core/heap.h
@@ -63,6 +66,7 @@
 struct heap;
 struct page;
 struct segment;
+struct sefer_option;
 
 struct sefer_policy_ops {
 	const char *name;
@@ -77,6 +81,8 @@ struct sefer_policy_ops {
 	bool (*large_free)(struct heap *h, struct segment *s);
 	struct segment *(*large_regrow)(struct heap *h, size_t size);
 	void (*print_stats)(void);
+	/* Its run-time options (core/options.h): a table ending with a NULL name, or NULL. */
+	struct sefer_option *options;
 };
 
 #include "generated/policies.h"

@@ -146,6 +146,23 @@ SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force);
 SEFER_API const char *sefer_version(void);
 
 /*
+ * Run-time options, by name: "purge_delay_ms", "PURGE_DELAY_MS" or "SEFER_PURGE_DELAY_MS" (any
+ * case); sefer(7) lists them. Values are text, as in the environment ("0", "16M", "warn",
+ * "yes"). Work with or without the malloc face; mallopt() sets the same options.
+ *   sefer_option_set     0, ENOENT (no such option), EINVAL (not a value of its type) or
+ *                        ERANGE (outside its range); the option is unchanged on error.
+ *   sefer_option_get     copies the value, NUL-terminated, into buf: 0, ENOENT, or ERANGE
+ *                        when it did not fit (truncated).
+ *   sefer_option_origin  where the value came from: "default", "environment",
+ *                        "SEFER_OPTIONS", "API" (this call or mallopt), "secure execution"
+ *                        (the environment asked for a value secure execution refused); NULL
+ *                        for no such option.
+ */
+SEFER_API int sefer_option_set(const char *name, const char *value);
+SEFER_API int sefer_option_get(const char *name, char *buf, size_t len);
+SEFER_API const char *sefer_option_origin(const char *name);
+
+/*
  * mallopt() parameters beyond glibc's <malloc.h>, honoured by the malloc face (sefer(3)):
  * Android's numbers for its purge calls, and sefer's own purge delay.
  */

@@ -22,9 +22,14 @@ all: man
 .PHONY: man
 
 # Each page renders with man -l without a groff warning, and the pages keep up with the code:
-# every SEFER_* variable the sources read is in sefer(7), every sefer_* call of sefer.h in
-# sefer(3).
+# sefer(7)'s option list is generated from the option tables (make man-options rewrites it,
+# scripts/genoptions.py), every sefer_* call of sefer.h is in sefer(3).
 check-targets += check-man
 check-man: man
 	$(Q)bash $(srctree)/selftest/dropin/check-man.sh $(srctree) $(man-out)
 .PHONY: check-man
+
+man-options:
+	$(Q)$(PYTHON) $(srctree)/scripts/genoptions.py $(srctree) --write \
+		$(srctree)/Documentation/man/sefer.7
+.PHONY: man-options

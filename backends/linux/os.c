@@ -307,6 +307,7 @@ SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
 	.current_node = linux_current_node,
 	.clock_ms = sefer__posix_clock_ms,
 	.getenv = sefer__posix_getenv,
+	.env_entry = sefer__posix_env_entry,
 	.secure = linux_secure,
 	.write_err = sefer__posix_write_err,
 	.keep_err = sefer__posix_keep_err,

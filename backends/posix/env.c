@@ -62,6 +62,25 @@ bool sefer__posix_getenv(const char *name, char *buf, size_t len)
 	return false;
 }
 
+bool sefer__posix_env_entry(size_t i, char *buf, size_t len)
+{
+	const char *e;
+	size_t n;
+
+	if (!environ || !len)
+		return false;
+	for (n = 0; n < i; n++)
+		if (!environ[n])
+			return false;
+	e = environ[i];
+	if (!e)
+		return false;
+	for (n = 0; n + 1 < len && e[n]; n++)
+		buf[n] = e[n];
+	buf[n] = '\0';
+	return true;
+}
+
 static int err_fd = STDERR_FILENO;
 
 void sefer__posix_keep_err(void)

@@ -17,6 +17,7 @@ SEFER_INTERNAL bool sefer__posix_decommit(void *addr, size_t size);
 SEFER_INTERNAL bool sefer__posix_protect(void *addr, size_t size, bool none);
 SEFER_INTERNAL uint64_t sefer__posix_clock_ms(void);
 SEFER_INTERNAL bool sefer__posix_getenv(const char *name, char *buf, size_t len);
+SEFER_INTERNAL bool sefer__posix_env_entry(size_t i, char *buf, size_t len);
 SEFER_INTERNAL void sefer__posix_write_err(const char *msg, size_t len);
 SEFER_INTERNAL void sefer__posix_keep_err(void);
 SEFER_INTERNAL bool sefer__posix_thread_exit_hook(void (*fn)(void *), void *arg);

@@ -20,6 +20,7 @@
 #include <bcrypt.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "sefer/os.h"
 
@@ -260,6 +261,35 @@ static bool win32_getenv(const char *name, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * The i-th "NAME=value" of the environment block. The block is a copy Windows makes on the
+ * process heap (not sefer's), walked from the start at each call: sefer asks once per entry,
+ * at init. Entries starting with '=' (the per-drive current directories) are not variables.
+ */
+static bool win32_env_entry(size_t i, char *buf, size_t len)
+{
+	char *block = GetEnvironmentStringsA(), *e;
+	bool found = false;
+
+	if (!block || !len)
+		return false;
+	for (e = block; *e; e += strlen(e) + 1) {
+		if (*e == '=')
+			continue;
+		if (i-- == 0) {
+			size_t n;
+
+			for (n = 0; n + 1 < len && e[n]; n++)
+				buf[n] = e[n];
+			buf[n] = '\0';
+			found = true;
+			break;
+		}
+	}
+	FreeEnvironmentStringsA(block);
+	return found;
+}
+
 static HANDLE err_handle;
 
 static void win32_keep_err(void)
@@ -474,6 +504,7 @@ SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
 	.current_node = win32_current_node,
 	.clock_ms = win32_clock_ms,
 	.getenv = win32_getenv,
+	.env_entry = win32_env_entry,
 	.write_err = win32_write_err,
 	.keep_err = win32_keep_err,
 	.random_bytes = win32_random_bytes,

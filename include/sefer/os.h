@@ -149,6 +149,14 @@ struct sefer_os_ops {
 	bool (*getenv)(const char *name, char *buf, size_t len);
 
 	/*
+	 * Optional. Copy the i-th entry of the environment ("NAME=value", NUL-terminated,
+	 * truncated to len) into buf; false past the last. Must not allocate. sefer walks it
+	 * once at init for its SEFER_* variables, to name those it does not know. NULL: an
+	 * unknown SEFER_* variable goes unreported.
+	 */
+	bool (*env_entry)(size_t i, char *buf, size_t len);
+
+	/*
 	 * Optional. True when the process runs in secure-execution mode: its environment comes
 	 * from a less privileged caller (setuid, setgid, file capabilities; AT_SECURE on Linux).
 	 * Options that weaken a check, redirect output or raise a limit are then ignored (see

@@ -73,9 +73,41 @@
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
 #define HIT_SLACK ((size_t)1 << 20) /* a hit over twice a request leaves at most 1 MiB unused */
 
-SEFER_INTERNAL struct large_cache_options sefer__large_cache_opt = {
-	.budget = UINT64_MAX,
-	.headroom = (uint64_t)16 << 20,
+SEFER_INTERNAL struct large_cache_options sefer__large_cache_opt;
+
+/* Read at process init with the core's (core/options.h); sefer(7)'s text, from this source. */
+SEFER_INTERNAL struct sefer_option sefer__large_cache_options[LARGE_CACHE_OPTIONS + 1] = {
+	{
+		.name = "LARGE_CACHE_BUDGET",
+		.type = OPT_SIZE,
+		.secure = OPT_SECURE_LOWER,
+		.value.u = &sefer__large_cache_opt.budget,
+		.def = UINT64_MAX,
+		.min = 0,
+		.max = UINT64_MAX,
+		.help = "Bytes of freed large blocks (over 128 KiB) one heap may keep for reuse. "
+			"A freed block larger than the budget is unmapped at once; otherwise the "
+			"oldest cached blocks are released until the cache fits.",
+		.doc_default = "unbounded",
+		.needs = "CONFIG_POLICY_LARGE_CACHE",
+		.example = "SEFER_LARGE_CACHE_BUDGET=256M ./image-server",
+	},
+	{
+		.name = "LARGE_CACHE_HEADROOM",
+		.type = OPT_SIZE,
+		.secure = OPT_SECURE_LOWER,
+		.value.u = &sefer__large_cache_opt.headroom,
+		.def = 16777216,
+		.min = 0,
+		.max = UINT64_MAX,
+		.help = "Cached bytes, all threads together, above which the large cache decays (by "
+			"10% a second, oldest first) and admits no more than 1/64 of the bytes of "
+			"the large blocks in use.",
+		.needs = "CONFIG_POLICY_LARGE_CACHE",
+		.example = "SEFER_LARGE_CACHE_HEADROOM=0 ./tool "
+			   "`(keep only what the live large blocks justify)`",
+	},
+	{ .name = NULL },
 };
 
 SEFER_INTERNAL uint64_t (*sefer__large_cache_clock)(void);
@@ -90,18 +122,6 @@ static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done
 static uint64_t now_ms(void)
 {
 	return sefer__large_cache_clock ? sefer__large_cache_clock() : sefer__os.clock_ms();
-}
-
-void sefer__large_cache_read_options(void)
-{
-	sefer__option_size("LARGE_CACHE_BUDGET", &sefer__large_cache_opt.budget);
-	sefer__option_size("LARGE_CACHE_HEADROOM", &sefer__large_cache_opt.headroom);
-}
-
-bool sefer__large_cache_init(void)
-{
-	sefer__large_cache_read_options();
-	return true;
 }
 
 size_t sefer__large_cache_published(void)

@@ -13,6 +13,8 @@
 
 #include <stdatomic.h>
 
+#include "core/options.h"
+
 struct large_cache_heap {
 	struct segment *head, *tail; /* cached segments, oldest first (linked by next/prev) */
 	size_t bytes;		     /* mapped bytes of the cached segments */
@@ -33,20 +35,21 @@ struct large_cache_remote {
 	atomic_size_t inbox_bytes;	 /* mapped bytes in the inbox, bounded by the budget */
 };
 
-/* SEFER_LARGE_CACHE_BUDGET (default unbounded) and SEFER_LARGE_CACHE_HEADROOM (256 MiB). */
+/* SEFER_LARGE_CACHE_BUDGET (default unbounded) and SEFER_LARGE_CACHE_HEADROOM (16 MiB). */
 struct large_cache_options {
 	uint64_t budget;
 	uint64_t headroom;
 };
 
 SEFER_INTERNAL_EXTERN struct large_cache_options sefer__large_cache_opt;
+/* Their table (core/options.h), and its length without the terminator. */
+#define LARGE_CACHE_OPTIONS 2
+SEFER_INTERNAL_EXTERN struct sefer_option sefer__large_cache_options[LARGE_CACHE_OPTIONS + 1];
 /* Test hook: the clock the decay reads (NULL: sefer_os.clock_ms). */
 SEFER_INTERNAL_EXTERN uint64_t (*sefer__large_cache_clock)(void);
 /* Test hook: the cached bytes published to all heaps (cached_total, see large_cache.c). */
 SEFER_INTERNAL size_t sefer__large_cache_published(void);
 
-SEFER_INTERNAL void sefer__large_cache_read_options(void);
-SEFER_INTERNAL __must_check bool sefer__large_cache_init(void);
 SEFER_INTERNAL void sefer__large_cache_heap_exit(struct heap *h);
 SEFER_INTERNAL void sefer__large_cache_collect(struct heap *h, bool force);
 SEFER_INTERNAL struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align,
@@ -61,13 +64,13 @@ SEFER_INTERNAL void sefer__large_cache_print_stats(void);
  */
 static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
-	.init = sefer__large_cache_init,
 	.heap_exit = sefer__large_cache_heap_exit,
 	.collect = sefer__large_cache_collect,
 	.large_alloc = sefer__large_cache_alloc,
 	.large_free = sefer__large_cache_free,
 	.large_regrow = sefer__large_cache_regrow,
 	.print_stats = sefer__large_cache_print_stats,
+	.options = sefer__large_cache_options,
 };
 
 #endif

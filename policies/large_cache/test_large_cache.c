@@ -565,9 +565,7 @@ static size_t capture_options(const char *budget, char *msg, size_t len)
 
 	ck_assert_int_eq(pipe(fd), 0);
 	dup2(fd[1], 2);
-	setenv("SEFER_LARGE_CACHE_BUDGET", budget, 1);
-	sefer__large_cache_read_options();
-	unsetenv("SEFER_LARGE_CACHE_BUDGET");
+	sefer__option_apply(sefer__option_find("LARGE_CACHE_BUDGET"), budget, ORIGIN_ENV);
 	dup2(saved, 2);
 	close(saved);
 	close(fd[1]);
@@ -600,9 +598,7 @@ START_TEST(lc_env)
 		ck_assert_ptr_nonnull(strstr(msg, "SEFER_LARGE_CACHE_BUDGET"));
 		ck_assert_uint_eq(sefer__large_cache_opt.budget, UINT64_MAX);
 	}
-	setenv("SEFER_LARGE_CACHE_HEADROOM", "1g", 1);
-	sefer__large_cache_read_options();
-	unsetenv("SEFER_LARGE_CACHE_HEADROOM");
+	ck_assert_int_eq(sefer_option_set("large_cache_headroom", "1g"), 0);
 	ck_assert_uint_eq(sefer__large_cache_opt.headroom, 1024 * MiB);
 }
 END_TEST

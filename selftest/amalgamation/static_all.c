@@ -3,7 +3,8 @@
  * A program that compiles sefer into itself: #include "sefer.c" with SEFER_STATIC_ALL, so that
  * every internal function and object of the allocator is static here (check-amalgamation.sh
  * proves it with nm). Built with -DSEFER_STATIC_API as well, the API is static too. It then
- * uses the allocator a little and checks the heap, so that the static copy is seen to work.
+ * uses the allocator a little, checks the heap and sets an option (sefer_option_set: a copy
+ * without the malloc face has no mallopt), so that the static copy is seen to work.
  */
 #define SEFER_STATIC_ALL
 #include "sefer.c"
@@ -31,6 +32,13 @@ int main(void)
 	}
 	if (sefer_check_heap() != 0)
 		return 3;
-	printf("static_all: 1000 blocks allocated, resized, checked and freed\n");
+	/* options from code without the malloc face (no mallopt here) */
+	char v[32];
+
+	if (sefer_option_set("purge_delay_ms", "7") || sefer_option_get("purge_delay_ms", v, 32) ||
+	    strcmp(v, "7") || strcmp(sefer_option_origin("purge_delay_ms"), "API") ||
+	    sefer_option_set("purge_delay_ms", "soon") == 0)
+		return 4;
+	printf("static_all: 1000 blocks allocated, resized, checked and freed; an option set\n");
 	return 0;
 }

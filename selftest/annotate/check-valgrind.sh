@@ -128,10 +128,10 @@ expect "$out/stress.log" "stress test (4 threads) under valgrind: 0 errors" \
 lib=$dir/libsefer.so
 if [ -f "$lib" ] && grep -q '^CONFIG_MALLOC_FACE=y' "$dir/.config"; then
 	# Real programs, every allocation through sefer (PYTHONMALLOC=malloc: not pymalloc).
-	SEFER_VG_LIB=$lib PYTHONMALLOC=malloc LD_PRELOAD=$lib "${vg[@]}" --leak-check=no \
+	SEFER_TEST_VG_LIB=$lib PYTHONMALLOC=malloc LD_PRELOAD=$lib "${vg[@]}" --leak-check=no \
 		/usr/bin/python3 -c '
 import ctypes, json, os
-sefer = ctypes.CDLL(os.environ["SEFER_VG_LIB"])
+sefer = ctypes.CDLL(os.environ["SEFER_TEST_VG_LIB"])
 sefer.sefer_owns.argtypes = [ctypes.c_void_p]
 sefer.sefer_owns.restype = ctypes.c_bool
 buf = ctypes.CDLL(None).malloc

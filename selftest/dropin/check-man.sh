@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # make check-man: each rendered man page formats with man -l, without a groff warning, to a
-# page with its sections; and the pages keep up with the code: every SEFER_* variable the
-# sources read is described in sefer(7), every call include/sefer.h declares in sefer(3).
+# page with its sections; and the pages keep up with the code: sefer(7)'s option list is the
+# one scripts/genoptions.py makes from the option tables, every call include/sefer.h declares
+# is in sefer(3).
 #
 #   check-man.sh <srctree> <rendered page>...
 set -uo pipefail
@@ -31,16 +32,19 @@ page7=$(printf '%s\n' "$@" | grep '/sefer\.7$')
 page3=$(printf '%s\n' "$@" | grep '/sefer\.3$')
 text7=$(MANWIDTH=200 man -l "$page7" 2>/dev/null)
 text3=$(MANWIDTH=200 man -l "$page3" 2>/dev/null)
-# The option names the code reads: option_bool/uint/size("NAME") and read_env("NAME").
-vars=$(grep -rhoE '(option_(bool|uint|size)|read_env)\("[A-Z_]+"' "$src/core" "$src/policies" \
-	"$src/backends" "$src/persist" | sed -E 's/.*\("([A-Z_]+)"/SEFER_\1/' | sort -u)
+# sefer(7)'s option list is generated from the option tables (scripts/genoptions.py): the
+# committed page must match them, and the rendered page must name every option.
+/usr/bin/python3 "$src/scripts/genoptions.py" "$src" --check "$src/Documentation/man/sefer.7" ||
+	bad "sefer(7)'s option list differs from the option tables (make man-options)"
+vars=$(/usr/bin/python3 "$src/scripts/genoptions.py" "$src" | grep -oE '^\.B[IR] SEFER_[A-Z_]+' |
+	sed 's/^.* //' | sort -u)
 n=0
 for v in $vars; do
 	n=$((n + 1))
 	grep -q "$v" <<<"$text7" || bad "sefer(7) does not describe $v"
 done
-[ "$n" -ge 6 ] || bad "found only $n SEFER_* options in the sources"
-echo "ok   sefer(7) describes all $n SEFER_* options the sources read"
+[ "$n" -ge 7 ] || bad "found only $n SEFER_* options in the option tables"
+echo "ok   sefer(7) describes all $n SEFER_* options of the option tables, as generated"
 calls=$(grep -oE 'SEFER_API [^(]*\b(sefer_[a-z_0-9]+)\(' "$src/include/sefer.h" |
 	grep -oE 'sefer_[a-z_0-9]+\($' | tr -d '(' | sort -u)
 n=0

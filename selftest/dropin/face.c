@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #define M_PURGE		       (-101)
+#define M_DECAY_TIME	       (-100)
 #define SEFER_M_PURGE_DELAY_MS (-1000)
 
 static int failures, checks;
@@ -174,8 +175,35 @@ static void info(void)
 	CHECK(after.keepcost == 0, "keepcost after malloc_trim %zu", after.keepcost);
 }
 
+/* CHECKs that option name reads want, set by mallopt (origin "API"). */
+static void option_is(const char *name, const char *want)
+{
+	static int (*get)(const char *, char *, size_t);
+	static const char *(*origin)(const char *);
+	char buf[32] = "";
+
+	if (!get) {
+		get = (int (*)(const char *, char *, size_t))sym("sefer_option_get");
+		origin = (const char *(*)(const char *))sym("sefer_option_origin");
+	}
+	CHECK(get(name, buf, sizeof(buf)) == 0 && !strcmp(buf, want), "%s is '%s', not '%s'",
+	      name, buf, want);
+	CHECK(!strcmp(origin(name), "API"), "%s comes from %s, not mallopt", name, origin(name));
+}
+
 static void opt(void)
 {
+	/* mallopt sets the options sefer_option_get reads */
+	CHECK(mallopt(M_CHECK_ACTION, 1) == 1, "M_CHECK_ACTION 1");
+	option_is("on_error", "warn");
+	CHECK(mallopt(M_CHECK_ACTION, 3) == 1, "M_CHECK_ACTION 3");
+	option_is("SEFER_ON_ERROR", "abort");
+	CHECK(mallopt(SEFER_M_PURGE_DELAY_MS, 125) == 1, "SEFER_M_PURGE_DELAY_MS 125");
+	option_is("purge_delay_ms", "125");
+	CHECK(mallopt(M_TRIM_THRESHOLD, -1) == 1, "M_TRIM_THRESHOLD -1");
+	option_is("purge_delay_ms", "4611686018427387904"); /* never */
+	CHECK(mallopt(M_DECAY_TIME, 0) == 1, "M_DECAY_TIME 0");
+	option_is("purge_delay_ms", "0");
 	CHECK(mallopt(12345, 1) == 0, "unknown parameter accepted");
 	CHECK(mallopt(M_MXFAST, 64) == 1 && mallopt(M_MXFAST, 1000) == 0, "M_MXFAST");
 	CHECK(mallopt(M_ARENA_MAX, 4) == 1 && mallopt(M_ARENA_MAX, 0) == 0, "M_ARENA_MAX");

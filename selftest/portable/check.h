@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct suite Suite;
 typedef struct tcase TCase;
@@ -92,5 +93,12 @@ void _ck_fail(const char *file, int line, const char *expr, const char *fmt, ...
 #define ck_assert_ptr_ne(X, Y) _ck_ptr(X, !=, Y)
 #define ck_assert_ptr_null(X) _ck_ptr(X, ==, NULL)
 #define ck_assert_ptr_nonnull(X) _ck_ptr(X, !=, NULL)
+#define ck_assert_str_eq(X, Y)                                                                     \
+	do {                                                                                       \
+		const char *_x = (X), *_y = (Y);                                                   \
+		if (!_x || !_y || strcmp(_x, _y))                                                  \
+			_ck_fail(__FILE__, __LINE__, #X " == " #Y, "%s == \"%s\", %s == \"%s\"", #X, \
+				 _x ? _x : "(null)", #Y, _y ? _y : "(null)");                       \
+	} while (0)
 
 #endif

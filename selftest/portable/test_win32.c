@@ -101,10 +101,12 @@ END_TEST
 START_TEST(bad_env_named)
 {
 	static const char *const env[] = {"SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe",
-					  NULL};
+					  "SEFER_SHOW_STAT=1", NULL};
 	int code = run_child("bad-env", env, out, sizeof(out));
 
 	ck_assert_msg(code == 0, "exit code %d: %s", code, out);
+	ck_assert_msg(strstr(out, "unknown option SEFER_SHOW_STAT (did you mean SEFER_SHOW_STATS?)"),
+		      "%s", out);
 	ck_assert_msg(strstr(out, "bad value 'soon' for SEFER_PURGE_DELAY_MS"), "%s", out);
 	ck_assert_msg(strstr(out, "bad value 'maybe' for SEFER_ON_ERROR"), "%s", out);
 }
@@ -224,6 +226,14 @@ START_TEST(os_env_clock_random)
 	SetEnvironmentVariableA("SEFER_TEST_VAR", "abcdefghij");
 	ck_assert(sefer__os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
 	ck_assert(!strcmp(buf, "abcdefg")); /* truncated to the buffer */
+	{
+		char entry[32];
+		bool found = false;
+
+		for (size_t i = 0; sefer__os.env_entry(i, entry, sizeof(entry)); i++)
+			found |= !strcmp(entry, "SEFER_TEST_VAR=abcdefghij");
+		ck_assert_msg(found, "env_entry did not walk to SEFER_TEST_VAR");
+	}
 	SetEnvironmentVariableA("SEFER_TEST_VAR", NULL);
 	ck_assert(!sefer__os.getenv("SEFER_TEST_VAR", buf, sizeof(buf)));
 	ck_assert(sefer__os.random_bytes(r, sizeof(r)));

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # check-secure BIN WORKDIR: a setuid-root program run by 'nobody' ignores SEFER_ON_ERROR=warn
-# (and every other option that weakens a check, prints or raises a limit): its double free
-# still aborts with sefer's report. The same program without the setuid bit takes the warning,
+# (and every other option that weakens a check, prints or raises a limit, in a variable of its
+# own or in SEFER_OPTIONS): its double free still aborts with sefer's report. The same program without the setuid bit takes the warning,
 # which shows the test can fail. Needs root (to chown and setuid); skips otherwise.
 set -u
 bin=$1 dir=$2
@@ -92,5 +92,41 @@ if ! grep -q '^sefer: initialised' "$work/loud.err" ||
 	bad "not setuid, SEFER_VERBOSE=1: expected the init line and the bad-value line"
 else
 	echo "ok   not setuid: SEFER_VERBOSE=1 and a bad value are reported"
+fi
+# 5. setuid: SEFER_OPTIONS obeys the same rules as the variables: what weakens, prints or raises
+# is refused (origin "secure execution"), a lower number is taken, and neither the unknown
+# names nor the out-of-range value are reported.
+name=options
+chmod 4755 "$prog"
+opts="on_error=warn,purge_delay_ms=10000,calloc_prefault=1M,verbose=1,show_stat=1"
+run options SEFER_OPTIONS=$opts SEFER_SHOW_STAT=1 SEFER_PURGE_DELAY_MS=99999999999999999999
+if [ $rc -ne 134 ] || [ "$(grep -c . "$work/options.err")" != 1 ] ||
+   ! grep -q '^sefer: double free of ' "$work/options.err" ||
+   ! grep -qx 'on_error=abort (secure execution)' "$work/options.out" ||
+   ! grep -qx 'purge_delay_ms=50 (secure execution)' "$work/options.out" ||
+   ! grep -qx 'calloc_prefault=1M (SEFER_OPTIONS)' "$work/options.out" ||
+   ! grep -qx 'verbose=0 (secure execution)' "$work/options.out" ||
+   ! grep -qx 'show_stats=0 (default)' "$work/options.out"; then
+	bad "setuid, SEFER_OPTIONS: expected warn, the raise and verbose refused, 1M taken, silence"
+else
+	echo "ok   setuid: SEFER_OPTIONS refuses warn, verbose and a raise, takes a lower number"
+fi
+
+# 6. The same environment without setuid: every item applies and each mistake is named.
+name=options-plain
+chmod 755 "$prog"
+run options-plain SEFER_OPTIONS=$opts SEFER_SHOW_STAT=1 \
+	SEFER_PURGE_DELAY_MS=99999999999999999999
+e=$work/options-plain.err
+if [ $rc -ne 0 ] || ! grep -qx 'on_error=warn (SEFER_OPTIONS)' "$work/options-plain.out" ||
+   ! grep -qx 'purge_delay_ms=10000 (SEFER_OPTIONS)' "$work/options-plain.out" ||
+   ! grep -qx 'verbose=1 (SEFER_OPTIONS)' "$work/options-plain.out" ||
+   ! grep -qx 'sefer: unknown option SEFER_SHOW_STAT (did you mean SEFER_SHOW_STATS?)' "$e" ||
+   ! grep -q "^sefer: SEFER_OPTIONS: unknown option show_stat (did you mean show_stats?)" "$e" ||
+   ! grep -q "^sefer: value '99999999999999999999' for SEFER_PURGE_DELAY_MS is out of range" \
+	"$e" || ! grep -qx 'sefer: option SEFER_ON_ERROR=warn (SEFER_OPTIONS)' "$e"; then
+	bad "not setuid, SEFER_OPTIONS: expected every item applied and each mistake named"
+else
+	echo "ok   not setuid: SEFER_OPTIONS applies, unknown names and the range are reported"
 fi
 exit $fail

@@ -335,13 +335,89 @@ END_TEST
 START_TEST(bad_env_named)
 {
 	static const char *const env[] = { "SEFER_PURGE_DELAY_MS=soon", "SEFER_ON_ERROR=maybe",
-					   "SEFER_SHOW_STATS=yes", NULL };
+					   "SEFER_SHOW_STATS=often",
+					   "SEFER_CALLOC_PREFAULT=99999999999999999999", NULL };
 	int st = run_child("bad-env", env, out, sizeof(out));
 
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
 	ck_assert_msg(strstr(out, "bad value 'soon' for SEFER_PURGE_DELAY_MS"), "%s", out);
 	ck_assert_msg(strstr(out, "bad value 'maybe' for SEFER_ON_ERROR"), "%s", out);
-	ck_assert_msg(strstr(out, "bad value 'yes' for SEFER_SHOW_STATS"), "%s", out);
+	ck_assert_msg(strstr(out, "bad value 'often' for SEFER_SHOW_STATS (expected 1, 0, yes, no, "
+				  "true, false, on or off); keeping 0 (default)"), "%s", out);
+	ck_assert_msg(strstr(out, "value '99999999999999999999' for SEFER_CALLOC_PREFAULT is out "
+				  "of range (0 to 18446744073709551615)"), "%s", out);
+}
+END_TEST
+
+/* An unknown SEFER_* variable is named, with the nearest option when it looks like a typo. */
+START_TEST(unknown_env_named)
+{
+	static const char *const env[] = { "SEFER_SHOW_STAT=1", "SEFER_PURGE_DELAY=5",
+					   "SEFER_NO_SUCH_THING=1", "SEFER_TEST_NOT_AN_OPTION=1",
+					   "SEFER_LUA_TIMES=1", NULL };
+	int st = run_child("bad-env", env, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "sefer: unknown option SEFER_SHOW_STAT (did you mean "
+				  "SEFER_SHOW_STATS?)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: unknown option SEFER_PURGE_DELAY (did you mean "
+				  "SEFER_PURGE_DELAY_MS?)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: unknown option SEFER_NO_SUCH_THING (sefer(7) lists "
+				  "them)\n"), "%s", out);
+	/* the test harness's and the Lua host's variables are not options */
+	ck_assert_msg(!strstr(out, "SEFER_TEST_") && !strstr(out, "SEFER_LUA_"), "%s", out);
+	ck_assert_msg(!strstr(out, "stats:"), "SEFER_SHOW_STAT taken for SHOW_STATS: %s", out);
+}
+END_TEST
+
+/* SEFER_OPTIONS sets several at once; its errors name the key; a variable wins over it. */
+START_TEST(options_variable)
+{
+	static const char *const env[] = {
+		"SEFER_OPTIONS=purge_delay_ms=0,on_error=warn,purge_dely=3,calloc_prefault=lots,"
+		"verbose=yes,show_stats,CALLOC_PREFAULT=1M,large_cache_budget=99999999999999999999",
+		"SEFER_ON_ERROR=abort", NULL
+	};
+	int st = run_child("bad-env", env, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "sefer: SEFER_OPTIONS: unknown option purge_dely (did you mean "
+				  "purge_delay_ms?)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: SEFER_OPTIONS: bad value 'lots' for calloc_prefault "
+				  "(expected a byte count"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: SEFER_OPTIONS: 'show_stats' is not key=value\n"), "%s",
+		      out);
+	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE))
+		ck_assert_msg(strstr(out, "sefer: SEFER_OPTIONS: value '99999999999999999999' for "
+					  "large_cache_budget is out of range"), "%s", out);
+	/* verbose=yes from SEFER_OPTIONS lists every option with its origin */
+	ck_assert_msg(strstr(out, "sefer: option SEFER_PURGE_DELAY_MS=0 (SEFER_OPTIONS)\n"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_CALLOC_PREFAULT=1M (SEFER_OPTIONS)\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_VERBOSE=1 (SEFER_OPTIONS)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_ON_ERROR=abort (environment)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_SHOW_STATS=0 (default)\n"), "%s", out);
+}
+END_TEST
+
+/* SEFER_VERBOSE=1 lists every option, each with its value and where it came from. */
+START_TEST(verbose_lists_options)
+{
+	static const char *const env[] = { "SEFER_VERBOSE=on", "SEFER_PURGE_DELAY_MS=7", NULL };
+	int st = run_child("bad-env", env, out, sizeof(out));
+	unsigned lines = 0;
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	for (const char *l = out; (l = strstr(l, "sefer: option SEFER_")); l++)
+		lines++;
+	ck_assert_uint_eq(lines, IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? 7 : 5);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_VERBOSE=1 (environment)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_PURGE_DELAY_MS=7 (environment)\n"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_ON_ERROR=abort (default)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_CALLOC_PREFAULT="), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: initialised"), "%s", out);
 }
 END_TEST
 
@@ -391,6 +467,9 @@ Suite *process_suite(void)
 	if (IS_ENABLED(CONFIG_HARDENED))
 		tcase_add_test(tc, corrupt_link_detected);
 	tcase_add_test(tc, bad_env_named);
+	tcase_add_test(tc, unknown_env_named);
+	tcase_add_test(tc, options_variable);
+	tcase_add_test(tc, verbose_lists_options);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, out_of_memory);
 	tcase_add_test(tp, rlimit_as_in_force);
