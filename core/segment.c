@@ -112,7 +112,7 @@ bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 	size_t end;
 
 	if (!g) {
-		seg->large_block = (uint8_t *)seg + off;
+		large_block_set(seg, (uint8_t *)seg + off);
 		seg->large_size = seg->size - off;
 		return true;
 	}
@@ -137,7 +137,7 @@ bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 		seg->large_guard = guard;
 	}
 #endif
-	seg->large_block = (uint8_t *)seg + off;
+	large_block_set(seg, (uint8_t *)seg + off);
 	seg->large_size = end - off;
 	return true;
 }
@@ -624,7 +624,7 @@ struct page *sefer__span_alloc(struct heap *heap, unsigned n)
 		seg->page_off[idx + i] = page_desc_off(idx);
 	pg->span = (uint8_t)n;
 	pg->index = (uint8_t)idx;
-	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
+	page_set_start(pg, (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT));
 	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
 		segment_list_remove(&heap->segments, seg);
 		seg->has_space = false;
@@ -701,14 +701,14 @@ static void annotate_segment_drop(struct segment *seg)
 		if (sefer__on_valgrind) {
 			sefer__page_collect_xthread(pg, (uintptr_t)-1);
 			for (uint32_t i = 0; i < pg->reserved; i++) {
-				uint8_t *b = pg->start + (size_t)i * pg->block_size;
+				uint8_t *b = page_start(pg) + (size_t)i * pg->block_size;
 
 				if (block_live((struct block *)b))
 					annotate_block_free(b, pg->block_size);
 			}
 		}
 #endif
-		annotate_noaccess(pg->start, (size_t)pg->reserved * pg->block_size);
+		annotate_noaccess(page_start(pg), (size_t)pg->reserved * pg->block_size);
 	}
 #else
 	(void)seg;
