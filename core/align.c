@@ -18,7 +18,7 @@ struct segment *sefer__aligned_segment_of(const void *p)
 		if (!segtab_contains(seg))
 			continue;
 		if (atomic_load_explicit(&seg->owner, memory_order_acquire) == LARGE_OWNER &&
-		    seg->kind == SEG_LARGE && seg->large_block == (const uint8_t *)p)
+		    seg->kind == SEG_LARGE && large_block(seg) == (const uint8_t *)p)
 			return seg;
 	}
 	return NULL;

@@ -106,14 +106,14 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
-	annotate_block_alloc(seg->large_block, seg->large_size);
+	annotate_block_alloc(large_block(seg), seg->large_size);
 	if (zero && dirty)
-		memset(seg->large_block, 0, dirty < size ? dirty : size);
+		memset(large_block(seg), 0, dirty < size ? dirty : size);
 	if (zero && dirty < size)
-		prefault_zeroed(seg->large_block, dirty, size);
-	annotate_block_zeroed(seg->large_block, zero ? size : 0);
-	annotate_block_trim(seg->large_block, size, seg->large_size);
-	return seg->large_block;
+		prefault_zeroed(large_block(seg), dirty, size);
+	annotate_block_zeroed(large_block(seg), zero ? size : 0);
+	annotate_block_trim(large_block(seg), size, seg->large_size);
+	return large_block(seg);
 }
 
 void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero)
@@ -161,10 +161,10 @@ static always_inline size_t usable_size_in(struct segment *seg, const void *p)
 	if (unlikely(!slot_has_page(seg, p))) {
 		if (atomic_load_explicit(&seg->owner, memory_order_relaxed) != LARGE_OWNER)
 			return 0;
-		return seg->large_size - (size_t)((const uint8_t *)p - seg->large_block);
+		return seg->large_size - (size_t)((const uint8_t *)p - large_block(seg));
 	}
 	struct page *pg = page_of(seg, p);
-	uint32_t off = (uint32_t)((const uint8_t *)p - pg->start);
+	uint32_t off = (uint32_t)((const uint8_t *)p - page_start(pg));
 
 	if (!pg->block_size)
 		return 0;
@@ -264,7 +264,7 @@ static void *large_resize(struct heap *heap, struct segment *seg, void *p, size_
 		return NULL;
 	}
 	moved->large_req = size;
-	p = moved->large_block;
+	p = large_block(moved);
 	annotate_block_alloc(p, moved->large_size);
 	annotate_block_zeroed(p, kept < size ? kept : size);
 	annotate_block_trim(p, size, moved->large_size);

@@ -173,7 +173,7 @@ static always_inline struct block *block_next(const struct page *pg, const struc
 	if (IS_ENABLED(CONFIG_HARDENED)) {
 		n = b->next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
 		annotate_link_close(b);
-		if (unlikely(n && (n - (uintptr_t)pg->start) >= page_span_bytes(pg)))
+		if (unlikely(n && (n - page_start_addr(pg)) >= page_span_bytes(pg)))
 			sefer__list_corrupt(pg, b, n);
 		return (struct block *)n;
 	}
@@ -236,7 +236,7 @@ static inline uint64_t block_limit(const struct page *pg)
  */
 static always_inline bool block_start(const struct page *pg, const void *p, uint64_t limit)
 {
-	return ((uintptr_t)p - (uintptr_t)pg->start) * pg->div_magic < limit;
+	return ((uintptr_t)p - page_start_addr(pg)) * pg->div_magic < limit;
 }
 
 /*

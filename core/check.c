@@ -27,7 +27,7 @@ static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
 	size_t n = 0, span = page_span_bytes(pg);
 
 	for (; b; b = block_next(pg, b)) {
-		size_t off = (size_t)((uint8_t *)b - pg->start);
+		size_t off = (size_t)((uint8_t *)b - page_start(pg));
 
 		if (off >= span || off % pg->block_size) {
 			problem(c, "free-list entry outside its page or misaligned", b);
@@ -60,7 +60,7 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	size_t live = 0;
 
 	for (size_t i = 0; i < pg->reserved; i++)
-		live += block_live((struct block *)(pg->start + i * pg->block_size));
+		live += block_live((struct block *)(page_start(pg) + i * pg->block_size));
 	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||
@@ -80,8 +80,8 @@ static void check_segment(struct sync_node *n, void *arg)
 	if (seg->cookie != ((uintptr_t)seg ^ sefer__list_key))
 		problem(c, "segment header cookie overwritten", seg);
 	if (seg->kind == SEG_LARGE) {
-		if (owner != LARGE_OWNER || seg->large_block < (uint8_t *)seg ||
-		    seg->large_block + seg->large_size > (uint8_t *)seg + seg->size)
+		if (owner != LARGE_OWNER || large_block(seg) < (uint8_t *)seg ||
+		    large_block(seg) + seg->large_size > (uint8_t *)seg + seg->size)
 			problem(c, "large segment header inconsistent", seg);
 		for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
 			if (seg->page_off[i])

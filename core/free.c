@@ -24,9 +24,9 @@ static const char *invalid_reason(struct segment *seg, const void *p, bool *is_d
 	size_t off;
 
 	*is_double = false;
-	if (!pg->span || !pg->block_size || (const uint8_t *)p < pg->start)
+	if (!pg->span || !pg->block_size || (const uint8_t *)p < page_start(pg))
 		return "not inside an allocated block";
-	off = (size_t)((const uint8_t *)p - pg->start);
+	off = (size_t)((const uint8_t *)p - page_start(pg));
 	if (off % pg->block_size)
 		return "pointer to the inside of a block";
 	/* racy from another thread (reserved is the owner's): only the wording depends on it */
@@ -75,7 +75,7 @@ void sefer__large_free(struct segment *seg, void *p)
 {
 	struct heap *heap = heap_get();
 
-	if (p != seg->large_block) {
+	if (p != large_block(seg)) {
 		sefer__report_error("invalid free", p, "pointer to the inside of a large block");
 		return;
 	}
@@ -104,7 +104,7 @@ void sefer__large_release(struct segment *seg)
  */
 static bool xthread_block_ok(const struct page *pg, const struct block *b)
 {
-	uintptr_t start = atomic_load_explicit(&pg->xt_start, memory_order_relaxed);
+	uintptr_t start = meta_ptr_show(atomic_load_explicit(&pg->xt_start, memory_order_relaxed));
 	uint32_t bs = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
 	uintptr_t off = (uintptr_t)b - start;
 	uint32_t i;
@@ -130,7 +130,7 @@ const char *sefer__block_not_held(struct segment *seg, const void *p, bool *is_d
 
 	*is_double = false;
 	if (!slot_has_page(seg, p)) { /* a large segment */
-		if (p != seg->large_block)
+		if (p != large_block(seg))
 			return "pointer to the inside of a large block";
 		if (!atomic_load_explicit(&seg->large_live, memory_order_relaxed)) {
 			*is_double = true;

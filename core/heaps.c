@@ -230,7 +230,7 @@ static void destroy_large(struct heap *heap)
 	for (seg = mine; seg; seg = next) {
 		next = seg->next;
 		seg->next = NULL;
-		annotate_block_free(seg->large_block, seg->large_size); /* core/annotate.h */
+		annotate_block_free(large_block(seg), seg->large_size); /* core/annotate.h */
 		sefer__segment_release(seg);
 	}
 }
@@ -246,7 +246,7 @@ typedef bool (*visit_fn)(void *block, size_t usable, void *arg);
 static void mark_free_list(const struct page *pg, const struct block *b, uint64_t *map)
 {
 	for (; b; b = block_next(pg, b)) {
-		size_t i = (size_t)((const uint8_t *)b - pg->start) / pg->block_size;
+		size_t i = (size_t)((const uint8_t *)b - page_start(pg)) / pg->block_size;
 
 		map[i / 64] |= 1ULL << (i % 64);
 	}
@@ -275,14 +275,14 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 	memset(map, 0, ((n + 63) / 64) * sizeof(map[0]));
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	for (uint32_t i = 0; i < n; i++)
-		if (!block_live((struct block *)(pg->start + (size_t)i * bs)))
+		if (!block_live((struct block *)(page_start(pg) + (size_t)i * bs)))
 			map[i / 64] |= 1ULL << (i % 64);
 #else
 	(void)seg;
 	mark_free_list(pg, pg->free, map);
 #endif
 	for (uint32_t i = 0; i < n; i++)
-		if (!(map[i / 64] >> (i % 64) & 1) && !fn(pg->start + (size_t)i * bs, bs, arg))
+		if (!(map[i / 64] >> (i % 64) & 1) && !fn(page_start(pg) + (size_t)i * bs, bs, arg))
 			return false;
 	return true;
 }
@@ -315,7 +315,7 @@ static bool visit_large(struct heap *heap, visit_fn fn, void *arg)
 	for (seg = first; seg; seg = seg->next) {
 		if (!atomic_load_explicit(&seg->large_live, memory_order_relaxed))
 			continue;
-		if (!fn(seg->large_block, seg->large_size, arg)) {
+		if (!fn(large_block(seg), seg->large_size, arg)) {
 			all = false;
 			break;
 		}

@@ -21,7 +21,7 @@ bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 	size_t end;
 
 	if (!g) {
-		seg->large_block = (uint8_t *)seg + off;
+		large_block_set(seg, (uint8_t *)seg + off);
 		seg->large_size = seg->size - off;
 		return true;
 	}
@@ -46,7 +46,7 @@ bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 		seg->large_guard = guard;
 	}
 #endif
-	seg->large_block = (uint8_t *)seg + off;
+	large_block_set(seg, (uint8_t *)seg + off);
 	seg->large_size = end - off;
 	return true;
 }

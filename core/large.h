@@ -62,7 +62,7 @@ static inline bool large_place(struct segment *seg, size_t off, size_t size)
 {
 	if (IS_ENABLED(CONFIG_GUARD_PAGES))
 		return sefer__large_guard_place(seg, off, size);
-	seg->large_block = (uint8_t *)seg + off;
+	large_block_set(seg, (uint8_t *)seg + off);
 	seg->large_size = seg->size - off;
 	return true;
 }

@@ -139,7 +139,7 @@ static void page_extend(struct heap *heap, struct page *pg)
 		n = 1;
 	if (n > pg->capacity - pg->reserved)
 		n = pg->capacity - pg->reserved;
-	struct block *first = (struct block *)(pg->start + (size_t)pg->reserved * bs);
+	struct block *first = (struct block *)(page_start(pg) + (size_t)pg->reserved * bs);
 	struct block *b = first;
 
 	if (!page_link_shuffled(heap, pg, (uint8_t *)first, n)) { /* in address order */
@@ -171,7 +171,7 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	pg->fast_limit = page_fast_limit(pg); /* 0: nothing carved yet */
 	pg->free = NULL;
 	atomic_store_explicit(&pg->xthread, XT_NORMAL, memory_order_relaxed);
-	atomic_store_explicit(&pg->xt_start, (uintptr_t)pg->start, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_start, pg->start_word, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_div_magic, pg->div_magic, memory_order_relaxed);
 	page_extend(heap, pg);

@@ -78,7 +78,7 @@ struct page {
 	uint8_t span;	   /* pages in this span; 0 for an unused slot */
 	uint8_t index;	   /* page index in the segment */
 	uint8_t pad_[2];
-	uint8_t *start;
+	uintptr_t start_word; /* the span's first byte, as meta_ptr_hide() stores it: page_start() */
 	uint64_t div_magic;  /* floor(2^64 / block_size) + 1, 0 in an unused slot: block_start() */
 	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */
 
@@ -87,7 +87,7 @@ struct page {
 	struct page *delayed_next;		       /* link in the owner's delayed list */
 	/* Copies of start, block_size, reserved and div_magic for other threads' checks (they must
 	 * not read the owner's hot line); written by the owner at page_init / page_extend. */
-	_Atomic(uintptr_t) xt_start;
+	_Atomic(uintptr_t) xt_start; /* start_word */
 	_Atomic(uint32_t) xt_block_size, xt_reserved;
 	_Atomic(uint64_t) xt_div_magic; /* of xt_block_size: block_index_of() */
 	struct page *next, *prev;		       /* bin queue or full queue */
@@ -95,6 +95,41 @@ struct page {
 	 * force); unused while the slot is in a span (core/purge.c, "Timing") */
 	uint64_t slot_since;
 } cacheline_aligned;
+
+/*
+ * A metadata word that holds the address of a block's first byte (a span's start, a large
+ * block) is stored through meta_ptr_hide(). Under CONFIG_VALGRIND the word is the address's
+ * complement, a kernel-half value that is no pointer: memcheck scans sefer's segments for
+ * pointers when it looks for leaks, and a plain copy of the address there made a leaked block
+ * that starts a span or a large segment "still reachable" instead of "definitely lost".
+ * Elsewhere the key is 0 and the code is what a plain pointer field would give.
+ */
+#define META_PTR_KEY (IS_ENABLED(CONFIG_VALGRIND) ? ~(uintptr_t)0 : (uintptr_t)0)
+
+static always_inline uintptr_t meta_ptr_hide(const void *p)
+{
+	return (uintptr_t)p ^ META_PTR_KEY;
+}
+
+static always_inline uintptr_t meta_ptr_show(uintptr_t word)
+{
+	return word ^ META_PTR_KEY;
+}
+
+static always_inline uintptr_t page_start_addr(const struct page *pg)
+{
+	return meta_ptr_show(pg->start_word);
+}
+
+static always_inline uint8_t *page_start(const struct page *pg)
+{
+	return (uint8_t *)page_start_addr(pg);
+}
+
+static inline void page_set_start(struct page *pg, uint8_t *start)
+{
+	pg->start_word = meta_ptr_hide(start);
+}
 
 _Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
 	       "the owner's fields of struct page must fit its first cache line");
@@ -124,7 +159,7 @@ struct segment {
 	bool has_space;	       /* on its set's with_space list (else its full list) */
 
 	/* large segments */
-	uint8_t *large_block;
+	uintptr_t large_block_word; /* the block, as meta_ptr_hide() stores it: large_block() */
 	size_t large_size;     /* usable bytes from large_block */
 	size_t large_req;      /* bytes last asked for (malloc, realloc): core/alloc.c */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
@@ -142,6 +177,17 @@ struct segment {
 	uint16_t page_off[PAGES_PER_SEGMENT];
 	struct page pages[PAGES_PER_SEGMENT];
 };
+
+/* A large segment's block (meta_ptr_hide() above says why it is stored as a word). */
+static always_inline uint8_t *large_block(const struct segment *seg)
+{
+	return (uint8_t *)meta_ptr_show(seg->large_block_word);
+}
+
+static inline void large_block_set(struct segment *seg, uint8_t *block)
+{
+	seg->large_block_word = meta_ptr_hide(block);
+}
 
 /*
  * With CONFIG_GUARD_PAGES the metadata pages keep room for a guard page of up to GUARD_MAX

@@ -34,7 +34,7 @@ bool sefer__sized_free_check(const char *fn, const void *p, size_t size, size_t 
 	if (need <= usable && usable - need <= slack)
 		return true;
 	/* a large block's last request, whatever room the block has (sized.h) */
-	if (large && p == seg->large_block && size == seg->large_req)
+	if (large && p == large_block(seg) && size == seg->large_req)
 		return true;
 	sefer__format(why, sizeof(why), "size %zu does not match the block's %zu usable bytes",
 		      size, usable);

@@ -95,7 +95,7 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 		seg->page_off[idx + i] = page_desc_off((size_t)idx);
 	pg->span = (uint8_t)n;
 	pg->index = (uint8_t)idx;
-	pg->start = (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT);
+	page_set_start(pg, (uint8_t *)seg + ((size_t)idx << SPAGE_SHIFT));
 	if (!seg->free_pages || find_run(seg->free_pages, 1) < 0) {
 		segment_list_remove(&set->with_space, seg);
 		seg->has_space = false;

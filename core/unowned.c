@@ -153,14 +153,14 @@ static void annotate_segment_drop(struct segment *seg)
 		if (sefer__on_valgrind) {
 			sefer__page_collect_xthread(pg, (uintptr_t)-1);
 			for (uint32_t i = 0; i < pg->reserved; i++) {
-				uint8_t *b = pg->start + (size_t)i * pg->block_size;
+				uint8_t *b = page_start(pg) + (size_t)i * pg->block_size;
 
 				if (block_live((struct block *)b))
 					annotate_block_free(b, pg->block_size);
 			}
 		}
 #endif
-		annotate_noaccess(pg->start, (size_t)pg->reserved * pg->block_size);
+		annotate_noaccess(page_start(pg), (size_t)pg->reserved * pg->block_size);
 	}
 #else
 	(void)seg;

@@ -342,7 +342,7 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	if (!r)
 		append(c, s); /* back, as the newest: it was kept for a request and may be wanted */
 	else if (r->size > old)
-		*dirty = old - (size_t)(r->large_block - (uint8_t *)r);
+		*dirty = old - (size_t)(large_block(r) - (uint8_t *)r);
 	return r;
 }
 

@@ -12,9 +12,9 @@
  *
  * slack, clean and heap-clean use their blocks correctly: the checker must report nothing.
  *
- * The blocks misused are never the first of their page (the page descriptor points at that one,
- * which makes a leaked block "still reachable" for memcheck): each mode first takes a block of
- * the same size class and keeps it. Reads after free are 32 bytes or more into the block:
+ * Each mode misuses a block that is the first of its page (as a fresh process's first block of
+ * a class is), so what a checker says of such a block is what is checked; the leak mode leaks
+ * one of every kind besides. Reads after free are 32 bytes or more into the block:
  * memcheck describes an address a little past a live block's end (it allows for a redzone,
  * seen at 8 and 20 bytes) as lying after that block, and sefer's blocks have no redzones.
  */
@@ -29,7 +29,7 @@
 /* Reads the optimiser cannot drop. */
 static volatile unsigned char sink;
 
-static void *keep[4];
+static void *held; /* a block live until the end (leak mode) */
 
 #ifdef CONFIG_HEAPS
 static bool count_block(void *block, size_t usable, void *arg)
@@ -49,7 +49,6 @@ static int heap_mode(const char *mode)
 
 	if (!strcmp(mode, "heap-destroy-uaf")) {
 		/* a read of a block after its heap was destroyed */
-		keep[1] = sefer_heap_malloc(h, 64);
 		p = sefer_heap_malloc(h, 64);
 		printf("heap-destroy-uaf: block %p size 64\n", (void *)p);
 		memset(p, 1, 64);
@@ -94,12 +93,43 @@ static int heap_mode(const char *mode)
 
 static void *block(size_t size, const char *what)
 {
-	void *p;
+	void *p = sefer_malloc(size);
 
-	keep[0] = sefer_malloc(size); /* the page's first block, held for the whole run */
-	p = sefer_malloc(size);
 	printf("%s: block %p size %zu\n", what, p, size);
 	return p;
+}
+
+/*
+ * Blocks nothing points to at exit, one of each kind whose address sefer's metadata knows:
+ * the first block of the process's first segment and page (100 -> 112 bytes), a block from
+ * the middle of a page (200 -> 224), a large block (5 MiB), a first-class heap's block (300 ->
+ * 320, CONFIG_HEAPS) and, with the large cache, a large block placed in a cached segment.
+ */
+static void leak_mode(void)
+{
+	uintptr_t seg;
+	void *p;
+
+	p = block(100, "leak-first");
+	memset(p, 2, 100);
+	held = sefer_malloc(200); /* the next 200-byte block is not its page's first */
+	p = block(200, "leak-middle");
+	memset(p, 2, 200);
+	p = block(5 << 20, "leak-large");
+	memset(p, 2, 4096);
+#ifdef CONFIG_HEAPS
+	p = sefer_heap_malloc(sefer_heap_new(), 300);
+	printf("leak-heap: block %p size 300\n", p);
+	memset(p, 2, 300);
+#endif
+	p = sefer_malloc(8 << 20);
+	seg = (uintptr_t)p & ~(uintptr_t)((4 << 20) - 1);
+	sefer_free(p);
+	p = block((8 << 20) - 4096, "leak-recached");
+	printf("leak-recached: %s segment\n",
+	       ((uintptr_t)p & ~(uintptr_t)((4 << 20) - 1)) == seg ? "the cached" : "a new");
+	memset(p, 2, 4096);
+	p = NULL;
 }
 
 int main(int argc, char **argv)
@@ -126,10 +156,7 @@ int main(int argc, char **argv)
 		p[50] = 1;
 		sefer_free(p);
 	} else if (!strcmp(mode, "leak")) {
-		/* a block nothing points to at exit */
-		p = block(100, "leak");
-		memset(p, 2, 100);
-		p = NULL;
+		leak_mode();
 	} else if (!strcmp(mode, "uninit")) {
 		/* a branch on a byte malloc never initialised */
 		p = block(32, "uninit");
@@ -209,6 +236,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "misuse: unknown mode %s\n", mode);
 		return 2;
 	}
-	sefer_free(keep[0]);
+	sefer_free(held);
 	return 0;
 }

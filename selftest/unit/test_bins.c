@@ -62,7 +62,7 @@ START_TEST(block_start_exact)
 {
 	static struct page pg; /* only start, block_size, div_magic and reserved are read */
 
-	pg.start = (uint8_t *)(uintptr_t)SEGMENT_SIZE;
+	page_set_start(&pg, (uint8_t *)(uintptr_t)SEGMENT_SIZE);
 	for (unsigned bin = 1; bin < NBINS; bin++) {
 		uint32_t bs = (uint32_t)bin_block_size(bin);
 		size_t span = (size_t)bin_span_pages(bin) << SPAGE_SHIFT;
@@ -81,7 +81,7 @@ START_TEST(block_start_exact)
 			for (size_t off = 0; off < span; off += (off & 15) == 0 ? 1 : 15) {
 				bool want = off % bs == 0 && off / bs < pg.reserved;
 
-				if (block_start(&pg, pg.start + off, limit) != want && !wrong++)
+				if (block_start(&pg, page_start(&pg) + off, limit) != want && !wrong++)
 					first = off;
 			}
 			ck_assert_msg(!wrong, "block size %u, %u carved: %zu offsets wrong, first %zu",

@@ -123,7 +123,7 @@ int child_main(const char *mode)
 		 * out, though its second word is no free mark */
 		p = sefer_malloc(64);
 		struct page *pg = page_of(segment_of(p), p);
-		char *q = (char *)pg->start + (size_t)(pg->capacity - 1) * pg->block_size;
+		char *q = (char *)page_start(pg) + (size_t)(pg->capacity - 1) * pg->block_size;
 
 		if (pg->reserved >= pg->capacity)
 			return 20;

@@ -27,10 +27,10 @@ START_TEST(segment_and_page_of)
 		ck_assert_uint_eq(seg->kind, SEG_SMALL);
 		ck_assert_ptr_eq(atomic_load(&seg->owner), heap_get());
 		ck_assert_uint_ge(pg->index, META_PAGES);
-		ck_assert_uint_eq((uintptr_t)pg->start,
+		ck_assert_uint_eq(page_start_addr(pg),
 				  (uintptr_t)seg + ((size_t)pg->index << SPAGE_SHIFT));
-		ck_assert(p >= pg->start && p < pg->start + page_span_bytes(pg));
-		ck_assert_uint_eq((size_t)(p - pg->start) % pg->block_size, 0);
+		ck_assert(p >= page_start(pg) && p < page_start(pg) + page_span_bytes(pg));
+		ck_assert_uint_eq((size_t)(p - page_start(pg)) % pg->block_size, 0);
 		ck_assert_uint_eq(pg->block_size, bin_block_size(bin_index(size)));
 		ck_assert_uint_eq((uintptr_t)p % 16, 0);
 		sefer_free(p);
@@ -46,7 +46,7 @@ START_TEST(large_segment_layout)
 
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(seg->kind, SEG_LARGE);
-	ck_assert_ptr_eq(seg->large_block, p);
+	ck_assert_ptr_eq(large_block(seg), p);
 	ck_assert_uint_ge(seg->large_size, size);
 	ck_assert(segtab_contains(seg));
 	p[0] = 1;
