@@ -301,10 +301,14 @@ $(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 # build/libsefer.so is the library itself (LD_PRELOAD it from there); the SONAME link beside it
 # lets a program linked with -Lbuild -lsefer run from the build tree too. make install names
 # the file libsefer.so.MAJOR.MINOR.PATCH (scripts/install.mk).
-$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk)
+# ELF symbol versions of the calls whose signature changed (core/stats_compat_so.c)
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+so-version-script := -Wl,--version-script=$(srctree)/core/libsefer.map
+endif
+$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map
 	$(quiet) LD $(notdir $@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(lib-objs) $(so-objs) \
-		$(LDLIBS) $(LDFLAGS)
+		$(so-version-script) $(LDLIBS) $(LDFLAGS)
 	$(Q)ln -sf libsefer.so $(objtree)/$(SEFER_SONAME)
 
 $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)

@@ -12,6 +12,7 @@
 #include "core/heaps.h"
 #include "core/init.h"
 #include "core/options.h"
+#include "core/stats.h"
 
 /*
  * calloc's block holds a range [from, to) that reads as zero without having been written
@@ -105,6 +106,7 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
+	sefer__inuse_grown();
 	annotate_block_alloc(seg->large_block, seg->large_size);
 	if (zero && dirty)
 		memset(seg->large_block, 0, dirty < size ? dirty : size);

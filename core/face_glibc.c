@@ -7,8 +7,9 @@
  *
  * The figures come from one walk of the segment registry, which reads only what other
  * threads never change under a published segment (kind, size, owner, large_live), plus the
- * process-wide counters (committed bytes and their peak, without CONFIG_STATS zero). None of
- * it allocates; malloc_info's stdio may, after the walk.
+ * process-wide counters (committed bytes and their peak, without CONFIG_STATS zero), and the
+ * bytes in use from a second walk over the spans (core/inuse.c). None of it allocates;
+ * malloc_info's stdio may, after the walks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +30,7 @@ struct face_figures {
 	size_t large_live, large_bytes; /* large blocks in use, and their segments' bytes */
 	size_t large_free, free_bytes;	/* freed large segments the large_cache keeps */
 	size_t committed, peak;		/* stats: committed bytes now and at most */
+	size_t small_inuse;		/* bytes of small blocks in use (core/inuse.c) */
 };
 
 static void count_segment(struct sync_node *n, void *arg)
@@ -56,9 +58,11 @@ static void figures(struct face_figures *f)
 	__builtin_memset(f, 0, sizeof(*f));
 	sefer__process_init();
 	sefer__sync_registry_walk(count_segment, f);
-	sefer_stats_get(&st);
+	sefer__stats_collect(&st, NULL);
 	f->committed = (size_t)st.committed;
 	f->peak = (size_t)st.committed_peak;
+	/* glibc's uordblks leaves mmapped chunks to hblkhd: sefer's large blocks likewise */
+	f->small_inuse = (size_t)(st.in_use_bytes - st.large_bytes);
 }
 
 /* Bytes of the small-block segments the OS backs now: committed less the large segments. */
@@ -79,15 +83,15 @@ FACE struct mallinfo2 mallinfo2(void)
 	struct mallinfo2 mi;
 
 	figures(&f);
-	mi.arena = f.small_bytes;
 	mi.ordblks = f.small_segs;
 	mi.smblks = 0;
 	mi.hblks = f.large_live;
 	mi.hblkhd = f.large_bytes;
 	mi.usmblks = f.peak;
 	mi.fsmblks = 0;
-	mi.uordblks = small_committed(&f);
-	mi.fordblks = f.small_bytes - mi.uordblks;
+	mi.arena = small_committed(&f);
+	mi.uordblks = f.small_inuse < mi.arena ? f.small_inuse : mi.arena;
+	mi.fordblks = mi.arena - mi.uordblks;
 	mi.keepcost = f.free_bytes;
 	return mi;
 }

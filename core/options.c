@@ -5,7 +5,7 @@
 #include "sefer/os.h"
 
 SEFER_INTERNAL struct sefer_options sefer__opt = {
-	.show_stats = false,
+	.show_stats = 0,
 	.verbose = false,
 	.on_error = ON_ERROR_ABORT,
 	/* Documentation/decommit.rst: 10 ms gave back what redis freed between two commands
@@ -135,7 +135,15 @@ void sefer__options_init(void)
 	char v[32];
 
 	sefer__opt.secure = sefer__os.secure && sefer__os.secure();
-	sefer__option_bool("SHOW_STATS", &sefer__opt.show_stats);
+	/* SHOW_STATS prints like a boolean: never in secure execution */
+	if (!sefer__opt.secure && read_env("SHOW_STATS", v, sizeof(v))) {
+		if ((v[0] >= '0' && v[0] <= '2') && !v[1])
+			sefer__opt.show_stats = (unsigned)(v[0] - '0');
+		else if (!__builtin_strcmp(v, "json"))
+			sefer__opt.show_stats = SHOW_STATS_JSON;
+		else
+			bad_value("SHOW_STATS", v, "0, 1, 2 or json");
+	}
 	sefer__option_bool("VERBOSE", &sefer__opt.verbose);
 	sefer__option_uint("PURGE_DELAY_MS", &sefer__opt.purge_delay_ms);
 	sefer__option_size("CALLOC_PREFAULT", &sefer__opt.calloc_prefault);

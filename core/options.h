@@ -17,8 +17,11 @@
 
 enum on_error { ON_ERROR_ABORT, ON_ERROR_WARN };
 
+/* SEFER_SHOW_STATS: 0 none, 1 the table, 2 the table and the size classes, json */
+enum show_stats { SHOW_STATS_TABLE = 1, SHOW_STATS_CLASSES = 2, SHOW_STATS_JSON = 3 };
+
 struct sefer_options {
-	bool show_stats;	 /* SEFER_SHOW_STATS=1: summary on stderr at exit */
+	unsigned show_stats;	 /* SEFER_SHOW_STATS=1|2|json: summary on stderr at exit */
 	bool verbose;		 /* SEFER_VERBOSE=1: report init, segments, purges */
 	enum on_error on_error;	 /* SEFER_ON_ERROR=abort|warn */
 	uint64_t purge_delay_ms; /* SEFER_PURGE_DELAY_MS */

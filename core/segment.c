@@ -340,6 +340,7 @@ struct segment *sefer__segment_alloc_small(struct heap *heap)
 		seg = segment_map(heap, SEGMENT_SIZE, SEGMENT_SIZE, &node);
 		if (!seg)
 			return NULL;
+		sefer__inuse_grown(); /* the heap's segments were full: a peak of in use, maybe */
 		if (IS_ENABLED(CONFIG_GUARD_PAGES) && !small_guard_set(seg)) {
 			segment_unmap(seg, SEGMENT_SIZE);
 			return NULL;

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Statistics: per-heap counters summed over every heap, process-wide atomics, the summary. */
+/*
+ * Statistics: per-heap counters summed over every heap, process-wide atomics, the bytes and
+ * blocks in use (core/inuse.c). sefer_stats_get() fills the caller's struct up to the size the
+ * caller was built with (include/sefer.h): the struct only grows at its end.
+ */
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/init.h"
@@ -19,10 +23,19 @@ static void sum_heap(struct heap *h, void *arg)
 	st->large_allocs += h->stats.large_allocs;
 }
 
-SEFER_API void sefer_stats_get(struct sefer_stats *st)
+static uint64_t max_u64(uint64_t a, uint64_t b)
 {
+	return a > b ? a : b;
+}
+
+void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
+{
+	struct inuse u = { .classes = classes };
+
 	__builtin_memset(st, 0, sizeof(*st));
+	sefer__process_init();
 	sefer__heap_visit_all(sum_heap, st);
+	sefer__inuse_sample(&u);
 #define G(f) ((uint64_t)atomic_load_explicit(&sefer__gstats.f, memory_order_relaxed))
 	st->segments = G(segments);
 	st->segments_peak = G(segments_peak);
@@ -34,46 +47,45 @@ SEFER_API void sefer_stats_get(struct sefer_stats *st)
 	st->reclaimed = G(reclaimed);
 	st->threads = G(threads);
 	st->heaps = G(heaps);
+	st->purge_raises = G(purge_backoffs);
+	st->lock_yields = G(lock_yields);
+	st->in_use_peak_bytes = max_u64(G(inuse_peak_bytes), u.bytes);
+	st->in_use_peak_blocks = max_u64(G(inuse_peak_blocks), u.blocks);
 #undef G
+	st->in_use_bytes = u.bytes;
+	st->in_use_blocks = u.blocks;
+	st->large_blocks = u.large_blocks;
+	st->large_bytes = u.large_bytes;
+	st->small_bytes = u.small_bytes;
 }
 
-SEFER_API void sefer_stats_print(void)
+/* The first size bytes of dst from a full struct of full_size, zeros past what it holds. */
+size_t sefer__stats_copy_out(void *dst, size_t size, const void *src, size_t full_size)
 {
-	struct sefer_stats st;
+	size_t n = size < full_size ? size : full_size;
 
-	sefer_stats_get(&st);
-	if (IS_ENABLED(CONFIG_STATS_CALLS))
-		sefer__message(
-			"stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
-			(unsigned long long)st.mallocs, (unsigned long long)st.frees,
-			(unsigned long long)st.xthread_frees, (unsigned long long)st.large_allocs);
-	else
-		sefer__message("stats: mallocs and frees not counted (CONFIG_STATS_CALLS=n), "
-			      "cross-thread frees %llu, large %llu",
-			      (unsigned long long)st.xthread_frees,
-			      (unsigned long long)st.large_allocs);
-	sefer__message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
-		      "%llu KiB), purged %llu KiB (purge delay raised %llu times)",
-		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
-		      (unsigned long long)st.segments_mapped,
-		      (unsigned long long)st.committed >> 10,
-		      (unsigned long long)st.committed_peak >> 10,
-		      (unsigned long long)st.purged >> 10,
-		      (unsigned long long)atomic_load_explicit(&sefer__gstats.purge_backoffs,
-							       memory_order_relaxed));
-	sefer__message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
-		      "reclaimed %llu, lock waits yielded %llu",
-		      (unsigned long long)st.threads, (unsigned long long)st.heaps,
-		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed,
-		      (unsigned long long)atomic_load_explicit(&sefer__gstats.lock_yields,
-							       memory_order_relaxed));
-	sefer__policy_print_stats_all();
+	__builtin_memcpy(dst, src, n);
+	if (size > n)
+		__builtin_memset((char *)dst + n, 0, size - n);
+	return n;
+}
+
+SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size)
+{
+	struct sefer_stats full;
+
+	if (!st)
+		return 0;
+	sefer__stats_collect(&full, NULL);
+	return sefer__stats_copy_out(st, size, &full, sizeof(full));
 }
 
 void sefer__stats_at_exit(void)
 {
 	if (sefer__opt.show_stats)
-		sefer_stats_print();
+		sefer_stats_print(NULL, sefer__opt.show_stats == SHOW_STATS_JSON    ? SEFER_STATS_JSON
+					: sefer__opt.show_stats == SHOW_STATS_CLASSES ? SEFER_STATS_CLASSES
+										    : 0);
 }
 
 __attribute__((destructor)) static void sefer_destructor(void)
