@@ -462,6 +462,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, collect_gives_back);
 	tcase_add_test(tc, large_cache_per_heap);
 	heaps_add_thread_tests(tc);
+	heaps_add_move_tests(tc);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -218,6 +218,8 @@ int child_main(const char *mode)
 		return 0;
 	}
 	rc = hardening_child(mode);
+	if (rc < 0)
+		rc = heaps_move_child(mode);
 	return rc >= 0 ? rc : 99;
 }
 
