@@ -26,7 +26,8 @@
  * another generation restarts the sum: a lower figure, never a higher one).
  *
  * Cost: a walk reads the descriptors of every span (up to PAGES_PER_SEGMENT per segment) and
- * the header of every large segment: about a microsecond per 100 segments (sefer(3)).
+ * the header of every large segment: about 20 us per 100 segments, read from other threads'
+ * caches (selftest/stats/query_cost.c; sefer(3)).
  */
 #include "core/heap.h"
 #include "core/stats.h"
