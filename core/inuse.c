@@ -34,37 +34,37 @@
 #include "core/sync.h"
 
 /* One relaxed load of a field the owner writes with plain stores. */
-#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define INUSE_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-#define GEN_SHIFT 48
-#define SUM_MASK (((uint64_t)1 << GEN_SHIFT) - 1)
+#define INUSE_GEN_SHIFT 48
+#define INUSE_SUM_MASK (((uint64_t)1 << INUSE_GEN_SHIFT) - 1)
 
-static _Atomic(uint64_t) sample_gen;
+static _Atomic(uint64_t) inuse_sample_gen;
 
-static bool is_heap(const struct heap *h)
+static bool inuse_is_heap(const struct heap *h)
 {
 	return (uintptr_t)h > (uintptr_t)HELD_OWNER;
 }
 
 /* Add v to a heap's running sum of sample gen (a sum of another generation starts again). */
-static void sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
+static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 {
 	uint64_t old = atomic_load_explicit(sum, memory_order_relaxed), new;
 
 	do
-		new = gen << GEN_SHIFT |
-		      (((old >> GEN_SHIFT == gen ? old : 0) + v) & SUM_MASK);
+		new = gen << INUSE_GEN_SHIFT |
+		      (((old >> INUSE_GEN_SHIFT == gen ? old : 0) + v) & INUSE_SUM_MASK);
 	while (!atomic_compare_exchange_weak_explicit(sum, &old, new, memory_order_relaxed,
 						      memory_order_relaxed));
 }
 
-static void count_small(struct inuse *u, struct segment *seg, struct heap *owner)
+static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
 {
 	uint64_t bytes = 0, blocks = 0;
 
 	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;) {
 		struct page *pg = &seg->pages[idx];
-		unsigned span = READ_ONCE(pg->span);
+		unsigned span = INUSE_READ(pg->span);
 		uint32_t used, cap;
 		unsigned bin;
 
@@ -72,12 +72,12 @@ static void count_small(struct inuse *u, struct segment *seg, struct heap *owner
 			idx++;
 			continue;
 		}
-		used = READ_ONCE(pg->used);
-		cap = READ_ONCE(pg->capacity);
-		bin = READ_ONCE(pg->bin);
+		used = INUSE_READ(pg->used);
+		cap = INUSE_READ(pg->capacity);
+		bin = INUSE_READ(pg->bin);
 		if (used > cap) /* a descriptor caught while it was set up for another span */
 			used = cap;
-		bytes += (uint64_t)used * READ_ONCE(pg->block_size);
+		bytes += (uint64_t)used * INUSE_READ(pg->block_size);
 		blocks += used;
 		if (u->classes && bin < NBINS) {
 			u->classes[bin].spans++;
@@ -92,18 +92,18 @@ static void count_small(struct inuse *u, struct segment *seg, struct heap *owner
 	u->small_bytes += seg->size;
 	if (u->only)
 		u->committed += seg->size -
-				((uint64_t)__builtin_popcountll(READ_ONCE(seg->purged_pages))
+				((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
 				 << SPAGE_SHIFT);
-	if (u->gen && is_heap(owner)) {
-		sample_add(&owner->stats.sample_bytes, u->gen, bytes);
-		sample_add(&owner->stats.sample_blocks, u->gen, blocks);
+	if (u->gen && inuse_is_heap(owner)) {
+		inuse_sample_add(&owner->stats.sample_bytes, u->gen, bytes);
+		inuse_sample_add(&owner->stats.sample_blocks, u->gen, blocks);
 	}
 }
 
-static void count_large(struct inuse *u, struct segment *seg)
+static void inuse_large(struct inuse *u, struct segment *seg)
 {
-	struct heap *heap = READ_ONCE(seg->large_heap);
-	uint64_t size = READ_ONCE(seg->large_size);
+	struct heap *heap = INUSE_READ(seg->large_heap);
+	uint64_t size = INUSE_READ(seg->large_size);
 
 	u->bytes += size;
 	u->blocks++;
@@ -111,14 +111,14 @@ static void count_large(struct inuse *u, struct segment *seg)
 	u->large_bytes += size;
 	if (u->only)
 		u->committed += seg->size;
-	if (u->gen && is_heap(heap)) {
-		sample_add(&heap->stats.sample_bytes, u->gen, size);
-		sample_add(&heap->stats.sample_blocks, u->gen, 1);
+	if (u->gen && inuse_is_heap(heap)) {
+		inuse_sample_add(&heap->stats.sample_bytes, u->gen, size);
+		inuse_sample_add(&heap->stats.sample_blocks, u->gen, 1);
 	}
 }
 
 /* Reads fields other threads write with plain stores, once each: a snapshot by design. */
-__attribute__((no_sanitize("thread"))) static void count_segment(struct sync_node *n, void *arg)
+__attribute__((no_sanitize("thread"))) static void inuse_segment(struct sync_node *n, void *arg)
 {
 	struct inuse *u = arg;
 	struct segment *seg =
@@ -128,11 +128,11 @@ __attribute__((no_sanitize("thread"))) static void count_segment(struct sync_nod
 		struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
 
 		if (!u->only || owner == u->only)
-			count_small(u, seg, owner);
+			inuse_small(u, seg, owner);
 	} else if (seg->kind == SEG_LARGE &&
 		   atomic_load_explicit(&seg->large_live, memory_order_relaxed) &&
-		   (!u->only || READ_ONCE(seg->large_heap) == u->only)) {
-		count_large(u, seg);
+		   (!u->only || INUSE_READ(seg->large_heap) == u->only)) {
+		inuse_large(u, seg);
 	}
 }
 
@@ -146,25 +146,25 @@ void sefer__inuse_walk(struct inuse *u)
 	u->only = only;
 	u->classes = classes;
 	u->gen = gen;
-	sefer__sync_registry_walk(count_segment, u);
+	sefer__sync_registry_walk(inuse_segment, u);
 }
 
-static void fold_heap(struct heap *h, void *arg)
+static void inuse_fold_heap(struct heap *h, void *arg)
 {
 	uint64_t gen = *(uint64_t *)arg;
 	uint64_t b = atomic_load_explicit(&h->stats.sample_bytes, memory_order_relaxed);
 	uint64_t n = atomic_load_explicit(&h->stats.sample_blocks, memory_order_relaxed);
 
-	if (b >> GEN_SHIFT == gen)
-		inuse_peak_raise(&h->stats.peak_bytes, b & SUM_MASK);
-	if (n >> GEN_SHIFT == gen)
-		inuse_peak_raise(&h->stats.peak_blocks, n & SUM_MASK);
+	if (b >> INUSE_GEN_SHIFT == gen)
+		inuse_peak_raise(&h->stats.peak_bytes, b & INUSE_SUM_MASK);
+	if (n >> INUSE_GEN_SHIFT == gen)
+		inuse_peak_raise(&h->stats.peak_blocks, n & INUSE_SUM_MASK);
 }
 
 void sefer__inuse_sample(struct inuse *u)
 {
 	/* generations 1..65535: 0 marks a walk that feeds no heap's peak */
-	uint64_t gen = atomic_fetch_add_explicit(&sample_gen, 1, memory_order_relaxed) % 0xffff + 1;
+	uint64_t gen = atomic_fetch_add_explicit(&inuse_sample_gen, 1, memory_order_relaxed) % 0xffff + 1;
 
 	u->only = NULL;
 	u->gen = gen;
@@ -173,7 +173,7 @@ void sefer__inuse_sample(struct inuse *u)
 		return;
 	stat_max(&sefer__gstats.inuse_peak_bytes, (long long)u->bytes);
 	stat_max(&sefer__gstats.inuse_peak_blocks, (long long)u->blocks);
-	sefer__heap_visit_all(fold_heap, &gen);
+	sefer__heap_visit_all(inuse_fold_heap, &gen);
 }
 
 void sefer__inuse_grown(void)

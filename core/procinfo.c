@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 /* USER_HZ: the unit of /proc's clock ticks, 100 on every Linux architecture */
-#define TICKS_PER_S 100
+#define PROC_TICKS_PER_S 100
 
-static size_t read_file(const char *path, char *buf, size_t len)
+static size_t proc_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t n = 0;
@@ -30,7 +30,7 @@ static size_t read_file(const char *path, char *buf, size_t len)
 	return n;
 }
 
-static uint64_t parse_u64(const char **s)
+static uint64_t proc_u64(const char **s)
 {
 	uint64_t v = 0;
 
@@ -42,14 +42,14 @@ static uint64_t parse_u64(const char **s)
 }
 
 /* "Key:   123 kB" in /proc/self/status: the value in bytes, 0 when absent */
-static uint64_t status_kib(const char *status, const char *key)
+static uint64_t proc_status_kib(const char *status, const char *key)
 {
 	size_t klen = __builtin_strlen(key);
 
 	for (const char *s = status; *s;) {
 		if (!__builtin_strncmp(s, key, klen) && s[klen] == ':') {
 			s += klen + 1;
-			return parse_u64(&s) << 10;
+			return proc_u64(&s) << 10;
 		}
 		while (*s && *s++ != '\n')
 			;
@@ -65,30 +65,30 @@ void sefer__procinfo_get(struct procinfo *p)
 
 	__builtin_memset(p, 0, sizeof(*p));
 	p->pid = (uint64_t)getpid();
-	if (read_file("/proc/self/cmdline", buf, sizeof(buf))) {
+	if (proc_read_file("/proc/self/cmdline", buf, sizeof(buf))) {
 		for (s = name = buf; *s; s++)
 			if (*s == '/')
 				name = s + 1;
 		for (size_t i = 0; name[i] && i < sizeof(p->name) - 1; i++)
 			p->name[i] = name[i];
 	}
-	if (read_file("/proc/self/status", buf, sizeof(buf))) {
-		p->rss = status_kib(buf, "VmRSS");
-		p->rss_peak = status_kib(buf, "VmHWM");
+	if (proc_read_file("/proc/self/status", buf, sizeof(buf))) {
+		p->rss = proc_status_kib(buf, "VmRSS");
+		p->rss_peak = proc_status_kib(buf, "VmHWM");
 		p->have_rss = p->rss != 0;
 	}
 	/* pid (comm) state, then fields 4..: utime is field 14, stime 15, starttime 22 */
-	if (read_file("/proc/self/stat", buf, sizeof(buf)) && (s = __builtin_strrchr(buf, ')'))) {
+	if (proc_read_file("/proc/self/stat", buf, sizeof(buf)) && (s = __builtin_strrchr(buf, ')'))) {
 		s += 2; /* ") " */
 		for (int field = 3; *s && field < 22; field++) {
 			while (*s && *s != ' ')
 				s++;
 			if (field + 1 == 14)
-				p->cpu_user_ms = parse_u64(&s) * (1000 / TICKS_PER_S);
+				p->cpu_user_ms = proc_u64(&s) * (1000 / PROC_TICKS_PER_S);
 			else if (field + 1 == 15)
-				p->cpu_sys_ms = parse_u64(&s) * (1000 / TICKS_PER_S);
+				p->cpu_sys_ms = proc_u64(&s) * (1000 / PROC_TICKS_PER_S);
 			else if (field + 1 == 22)
-				start = parse_u64(&s);
+				start = proc_u64(&s);
 			else if (*s)
 				s++;
 		}
@@ -103,15 +103,15 @@ void sefer__procinfo_get(struct procinfo *p)
 		}
 	}
 	/* seconds since boot with two decimals */
-	if (start && read_file("/proc/uptime", buf, sizeof(buf))) {
+	if (start && proc_read_file("/proc/uptime", buf, sizeof(buf))) {
 		s = buf;
-		up_cs = parse_u64(&s) * 100;
+		up_cs = proc_u64(&s) * 100;
 		if (*s == '.') {
 			s++;
 			up_cs += (uint64_t)(s[0] - '0') * 10 + (uint64_t)(s[1] - '0');
 		}
-		if (up_cs >= start * (100 / TICKS_PER_S)) {
-			p->elapsed_ms = (up_cs - start * (100 / TICKS_PER_S)) * 10;
+		if (up_cs >= start * (100 / PROC_TICKS_PER_S)) {
+			p->elapsed_ms = (up_cs - start * (100 / PROC_TICKS_PER_S)) * 10;
 			p->have_elapsed = true;
 		}
 	}

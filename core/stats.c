@@ -23,7 +23,7 @@ static void sum_heap(struct heap *h, void *arg)
 	st->large_allocs += h->stats.large_allocs;
 }
 
-static uint64_t max_u64(uint64_t a, uint64_t b)
+static uint64_t stats_max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
 }
@@ -49,8 +49,8 @@ void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
 	st->heaps = G(heaps);
 	st->purge_raises = G(purge_backoffs);
 	st->lock_yields = G(lock_yields);
-	st->in_use_peak_bytes = max_u64(G(inuse_peak_bytes), u.bytes);
-	st->in_use_peak_blocks = max_u64(G(inuse_peak_blocks), u.blocks);
+	st->in_use_peak_bytes = stats_max_u64(G(inuse_peak_bytes), u.bytes);
+	st->in_use_peak_blocks = stats_max_u64(G(inuse_peak_blocks), u.blocks);
 #undef G
 	st->in_use_bytes = u.bytes;
 	st->in_use_blocks = u.blocks;

@@ -17,13 +17,13 @@
 #include "sefer.h"
 #include "sefer/os.h"
 
-struct sink {
+struct stats_sink {
 	FILE *fp;
 	bool json;
 	unsigned items; /* JSON members written in the current object */
 };
 
-static __sefer_printf(2, 3) void out(struct sink *s, const char *fmt, ...)
+static __sefer_printf(2, 3) void stats_out(struct stats_sink *s, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -41,14 +41,14 @@ static __sefer_printf(2, 3) void out(struct sink *s, const char *fmt, ...)
 }
 
 /* "12.3 MiB": bytes in the largest binary unit that keeps the number at least 1 */
-struct human {
+struct stats_human {
 	char s[24];
 };
 
-static struct human human(uint64_t v)
+static struct stats_human stats_human(uint64_t v)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	struct human h;
+	struct stats_human h;
 	unsigned u = 0;
 	uint64_t scale = 1;
 
@@ -65,9 +65,9 @@ static struct human human(uint64_t v)
 }
 
 /* "1.234 s" */
-static struct human seconds(uint64_t ms)
+static struct stats_human stats_seconds(uint64_t ms)
 {
-	struct human h;
+	struct stats_human h;
 
 	sefer__format(h.s, sizeof(h.s), "%llu.%llu%llu%llu s", (unsigned long long)(ms / 1000),
 		      (unsigned long long)(ms / 100 % 10), (unsigned long long)(ms / 10 % 10),
@@ -75,67 +75,67 @@ static struct human seconds(uint64_t ms)
 	return h;
 }
 
-static void print_table(struct sink *s, const struct sefer_stats *st, const struct procinfo *p,
+static void stats_table(struct stats_sink *s, const struct sefer_stats *st, const struct procinfo *p,
 			const struct class_use *classes)
 {
-	out(s, "sefer: stats of %s (pid %llu), %s\n", p->name[0] ? p->name : "?",
+	stats_out(s, "sefer: stats of %s (pid %llu), %s\n", p->name[0] ? p->name : "?",
 	    (unsigned long long)p->pid, sefer_version());
 	if (p->have_elapsed && p->have_cpu)
-		out(s, "sefer:   time %s elapsed, %s CPU (%s user, %s system)\n",
-		    seconds(p->elapsed_ms).s, seconds(p->cpu_user_ms + p->cpu_sys_ms).s,
-		    seconds(p->cpu_user_ms).s, seconds(p->cpu_sys_ms).s);
-	out(s, "sefer:                     now         peak\n");
-	out(s, "sefer:   in use     %12s %12s   %llu blocks (peak %llu)\n",
-	    human(st->in_use_bytes).s, human(st->in_use_peak_bytes).s,
+		stats_out(s, "sefer:   time %s elapsed, %s CPU (%s user, %s system)\n",
+		    stats_seconds(p->elapsed_ms).s, stats_seconds(p->cpu_user_ms + p->cpu_sys_ms).s,
+		    stats_seconds(p->cpu_user_ms).s, stats_seconds(p->cpu_sys_ms).s);
+	stats_out(s, "sefer:                     now         peak\n");
+	stats_out(s, "sefer:   in use     %12s %12s   %llu blocks (peak %llu)\n",
+	    stats_human(st->in_use_bytes).s, stats_human(st->in_use_peak_bytes).s,
 	    (unsigned long long)st->in_use_blocks, (unsigned long long)st->in_use_peak_blocks);
-	out(s, "sefer:   committed  %12s %12s   %s of it free\n", human(st->committed).s,
-	    human(st->committed_peak).s,
-	    human(st->committed > st->in_use_bytes ? st->committed - st->in_use_bytes : 0).s);
+	stats_out(s, "sefer:   committed  %12s %12s   %s of it free\n", stats_human(st->committed).s,
+	    stats_human(st->committed_peak).s,
+	    stats_human(st->committed > st->in_use_bytes ? st->committed - st->in_use_bytes : 0).s);
 	if (p->have_rss)
-		out(s, "sefer:   RSS        %12s %12s\n", human(p->rss).s, human(p->rss_peak).s);
+		stats_out(s, "sefer:   RSS        %12s %12s\n", stats_human(p->rss).s, stats_human(p->rss_peak).s);
 	else
-		out(s, "sefer:   RSS                 n/a          n/a\n");
-	out(s, "sefer:   segments   %12llu %12llu   %llu mapped in all\n",
+		stats_out(s, "sefer:   RSS                 n/a          n/a\n");
+	stats_out(s, "sefer:   segments   %12llu %12llu   %llu mapped in all\n",
 	    (unsigned long long)st->segments, (unsigned long long)st->segments_peak,
 	    (unsigned long long)st->segments_mapped);
-	out(s, "sefer:   large blocks %llu (%s), cross-thread frees %llu, purged %s "
+	stats_out(s, "sefer:   large blocks %llu (%s), cross-thread frees %llu, purged %s "
 	       "(purge delay raised %llu times)\n",
-	    (unsigned long long)st->large_blocks, human(st->large_bytes).s,
-	    (unsigned long long)st->xthread_frees, human(st->purged).s,
+	    (unsigned long long)st->large_blocks, stats_human(st->large_bytes).s,
+	    (unsigned long long)st->xthread_frees, stats_human(st->purged).s,
 	    (unsigned long long)st->purge_raises);
-	out(s, "sefer:   heaps %llu made (first-class alive %llu), segments abandoned %llu, "
+	stats_out(s, "sefer:   heaps %llu made (first-class alive %llu), segments abandoned %llu, "
 	       "reclaimed %llu, lock waits yielded %llu\n",
 	    (unsigned long long)st->threads, (unsigned long long)st->heaps,
 	    (unsigned long long)st->abandoned, (unsigned long long)st->reclaimed,
 	    (unsigned long long)st->lock_yields);
 	if (IS_ENABLED(CONFIG_STATS_CALLS))
-		out(s, "sefer:   mallocs %llu, frees %llu, large %llu\n",
+		stats_out(s, "sefer:   mallocs %llu, frees %llu, large %llu\n",
 		    (unsigned long long)st->mallocs, (unsigned long long)st->frees,
 		    (unsigned long long)st->large_allocs);
 	else
-		out(s, "sefer:   large allocations %llu (mallocs and frees are counted with "
+		stats_out(s, "sefer:   large allocations %llu (mallocs and frees are counted with "
 		       "CONFIG_STATS_CALLS)\n",
 		    (unsigned long long)st->large_allocs);
 	if (!classes)
 		return;
-	out(s, "sefer:   class  block size  spans   blocks in use  capacity        in use\n");
+	stats_out(s, "sefer:   class  block size  spans   blocks in use  capacity        in use\n");
 	for (unsigned b = 1; b < NBINS; b++)
 		if (classes[b].spans)
-			out(s, "sefer:   %5u %11llu %6llu %15llu %9llu  %12s\n", b,
+			stats_out(s, "sefer:   %5u %11llu %6llu %15llu %9llu  %12s\n", b,
 			    (unsigned long long)bin_block_size(b),
 			    (unsigned long long)classes[b].spans,
 			    (unsigned long long)classes[b].blocks,
 			    (unsigned long long)classes[b].capacity,
-			    human(classes[b].blocks * bin_block_size(b)).s);
+			    stats_human(classes[b].blocks * bin_block_size(b)).s);
 }
 
-static void member(struct sink *s, const char *name, uint64_t v)
+static void stats_member(struct stats_sink *s, const char *name, uint64_t v)
 {
-	out(s, "%s\"%s\": %llu", s->items++ ? ", " : "", name, (unsigned long long)v);
+	stats_out(s, "%s\"%s\": %llu", s->items++ ? ", " : "", name, (unsigned long long)v);
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped */
-static void member_str(struct sink *s, const char *name, const char *v)
+static void stats_member_str(struct stats_sink *s, const char *name, const char *v)
 {
 	char buf[160];
 	size_t n = 0;
@@ -155,27 +155,27 @@ static void member_str(struct sink *s, const char *name, const char *v)
 		}
 	}
 	buf[n] = '\0';
-	out(s, "%s\"%s\": \"%s\"", s->items++ ? ", " : "", name, buf);
+	stats_out(s, "%s\"%s\": \"%s\"", s->items++ ? ", " : "", name, buf);
 }
 
-static void print_json(struct sink *s, const struct sefer_stats *st, const struct procinfo *p,
+static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const struct procinfo *p,
 		       const struct class_use *classes)
 {
-	out(s, "{");
-	member_str(s, "version", sefer_version());
-	member(s, "pid", p->pid);
-	member_str(s, "program", p->name);
+	stats_out(s, "{");
+	stats_member_str(s, "version", sefer_version());
+	stats_member(s, "pid", p->pid);
+	stats_member_str(s, "program", p->name);
 	if (p->have_elapsed)
-		member(s, "elapsed_ms", p->elapsed_ms);
+		stats_member(s, "elapsed_ms", p->elapsed_ms);
 	if (p->have_cpu) {
-		member(s, "cpu_user_ms", p->cpu_user_ms);
-		member(s, "cpu_system_ms", p->cpu_sys_ms);
+		stats_member(s, "cpu_user_ms", p->cpu_user_ms);
+		stats_member(s, "cpu_system_ms", p->cpu_sys_ms);
 	}
 	if (p->have_rss) {
-		member(s, "rss", p->rss);
-		member(s, "rss_peak", p->rss_peak);
+		stats_member(s, "rss", p->rss);
+		stats_member(s, "rss_peak", p->rss_peak);
 	}
-#define M(f) member(s, #f, st->f)
+#define M(f) stats_member(s, #f, st->f)
 	M(in_use_bytes);
 	M(in_use_blocks);
 	M(in_use_peak_bytes);
@@ -200,21 +200,21 @@ static void print_json(struct sink *s, const struct sefer_stats *st, const struc
 	M(heaps);
 	M(lock_yields);
 #undef M
-	out(s, ", \"classes\": [");
+	stats_out(s, ", \"classes\": [");
 	for (unsigned b = 1, first = 1; b < NBINS; b++) {
 		if (!classes[b].spans)
 			continue;
-		out(s, "%s{", first ? "" : ", ");
+		stats_out(s, "%s{", first ? "" : ", ");
 		first = 0;
 		s->items = 0;
-		member(s, "class", b);
-		member(s, "block_size", bin_block_size(b));
-		member(s, "spans", classes[b].spans);
-		member(s, "blocks", classes[b].blocks);
-		member(s, "capacity", classes[b].capacity);
-		out(s, "}");
+		stats_member(s, "class", b);
+		stats_member(s, "block_size", bin_block_size(b));
+		stats_member(s, "spans", classes[b].spans);
+		stats_member(s, "blocks", classes[b].blocks);
+		stats_member(s, "capacity", classes[b].capacity);
+		stats_out(s, "}");
 	}
-	out(s, "]}\n");
+	stats_out(s, "]}\n");
 }
 
 SEFER_API void sefer_stats_print(FILE *fp, unsigned flags)
@@ -222,15 +222,15 @@ SEFER_API void sefer_stats_print(FILE *fp, unsigned flags)
 	struct class_use classes[NBINS];
 	struct sefer_stats st;
 	struct procinfo p;
-	struct sink s = { fp, (flags & SEFER_STATS_JSON) != 0, 0 };
+	struct stats_sink s = { fp, (flags & SEFER_STATS_JSON) != 0, 0 };
 
 	__builtin_memset(classes, 0, sizeof(classes));
 	sefer__stats_collect(&st, classes);
 	sefer__procinfo_get(&p);
 	if (s.json) {
-		print_json(&s, &st, &p, classes);
+		stats_json(&s, &st, &p, classes);
 	} else {
-		print_table(&s, &st, &p, (flags & SEFER_STATS_CLASSES) ? classes : NULL);
+		stats_table(&s, &st, &p, (flags & SEFER_STATS_CLASSES) ? classes : NULL);
 		if (!fp)
 			sefer__policy_print_stats_all(); /* through the error stream */
 	}
