@@ -37,7 +37,7 @@
 #define INUSE_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 #define INUSE_GEN_SHIFT 48
-#define INUSE_SUM_MASK (((uint64_t)1 << INUSE_GEN_SHIFT) - 1)
+#define INUSE_SUM_MASK	(((uint64_t)1 << INUSE_GEN_SHIFT) - 1)
 
 static _Atomic(uint64_t) inuse_sample_gen;
 
@@ -91,9 +91,9 @@ static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner
 	u->small_segments++;
 	u->small_bytes += seg->size;
 	if (u->only)
-		u->committed += seg->size -
-				((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
-				 << SPAGE_SHIFT);
+		u->committed +=
+			seg->size - ((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
+				     << SPAGE_SHIFT);
 	if (u->gen && inuse_is_heap(owner)) {
 		inuse_sample_add(&owner->stats.sample_bytes, u->gen, bytes);
 		inuse_sample_add(&owner->stats.sample_blocks, u->gen, blocks);
@@ -164,7 +164,8 @@ static void inuse_fold_heap(struct heap *h, void *arg)
 void sefer__inuse_sample(struct inuse *u)
 {
 	/* generations 1..65535: 0 marks a walk that feeds no heap's peak */
-	uint64_t gen = atomic_fetch_add_explicit(&inuse_sample_gen, 1, memory_order_relaxed) % 0xffff + 1;
+	uint64_t gen =
+		atomic_fetch_add_explicit(&inuse_sample_gen, 1, memory_order_relaxed) % 0xffff + 1;
 
 	u->only = NULL;
 	u->gen = gen;
@@ -179,14 +180,15 @@ void sefer__inuse_sample(struct inuse *u)
 void sefer__inuse_grown(void)
 {
 	long long committed, last;
-	struct inuse u = { 0 };
+	struct inuse u = {0};
 
 	if (!IS_ENABLED(CONFIG_STATS))
 		return;
 	committed = atomic_load_explicit(&sefer__gstats.committed, memory_order_relaxed);
 	last = atomic_load_explicit(&sefer__gstats.sampled_committed, memory_order_relaxed);
 	/* no new peak possible: in use never exceeds committed */
-	if (committed <= atomic_load_explicit(&sefer__gstats.inuse_peak_bytes, memory_order_relaxed))
+	if (committed <=
+	    atomic_load_explicit(&sefer__gstats.inuse_peak_bytes, memory_order_relaxed))
 		return;
 	if (committed < last) { /* shrank since: count the next sixteenth from here */
 		atomic_compare_exchange_strong_explicit(&sefer__gstats.sampled_committed, &last,
@@ -194,8 +196,8 @@ void sefer__inuse_grown(void)
 							memory_order_relaxed);
 		return;
 	}
-	if (committed - last < (last / 16 > (long long)SEGMENT_SIZE ? last / 16
-								   : (long long)SEGMENT_SIZE))
+	if (committed - last <
+	    (last / 16 > (long long)SEGMENT_SIZE ? last / 16 : (long long)SEGMENT_SIZE))
 		return;
 	/* one sampler per step; the others go on */
 	if (!atomic_compare_exchange_strong_explicit(&sefer__gstats.sampled_committed, &last,

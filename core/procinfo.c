@@ -78,7 +78,8 @@ void sefer__procinfo_get(struct procinfo *p)
 		p->have_rss = p->rss != 0;
 	}
 	/* pid (comm) state, then fields 4..: utime is field 14, stime 15, starttime 22 */
-	if (proc_read_file("/proc/self/stat", buf, sizeof(buf)) && (s = __builtin_strrchr(buf, ')'))) {
+	if (proc_read_file("/proc/self/stat", buf, sizeof(buf)) &&
+	    (s = __builtin_strrchr(buf, ')'))) {
 		s += 2; /* ") " */
 		for (int field = 3; *s && field < 22; field++) {
 			while (*s && *s != ' ')
@@ -97,8 +98,8 @@ void sefer__procinfo_get(struct procinfo *p)
 			const char *open = __builtin_strchr(buf, '(');
 			size_t i = 0;
 
-			for (open = open ? open + 1 : buf; *open && *open != ')' &&
-							   i < sizeof(p->name) - 1;)
+			for (open = open ? open + 1 : buf;
+			     *open && *open != ')' && i < sizeof(p->name) - 1;)
 				p->name[i++] = *open++;
 		}
 	}

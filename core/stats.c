@@ -4,11 +4,11 @@
  * blocks in use (core/inuse.c). sefer_stats_get() fills the caller's struct up to the size the
  * caller was built with (include/sefer.h): the struct only grows at its end.
  */
+#include "core/stats.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/init.h"
 #include "core/options.h"
-#include "core/stats.h"
 #include "sefer.h"
 
 SEFER_INTERNAL struct global_stats sefer__gstats;
@@ -30,7 +30,7 @@ static uint64_t stats_max_u64(uint64_t a, uint64_t b)
 
 void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
 {
-	struct inuse u = { .classes = classes };
+	struct inuse u = {.classes = classes};
 
 	__builtin_memset(st, 0, sizeof(*st));
 	sefer__process_init();
@@ -83,9 +83,10 @@ SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size)
 void sefer__stats_at_exit(void)
 {
 	if (sefer__opt.show_stats)
-		sefer_stats_print(NULL, sefer__opt.show_stats == SHOW_STATS_JSON    ? SEFER_STATS_JSON
-					: sefer__opt.show_stats == SHOW_STATS_CLASSES ? SEFER_STATS_CLASSES
-										    : 0);
+		sefer_stats_print(NULL, sefer__opt.show_stats == SHOW_STATS_JSON ? SEFER_STATS_JSON
+					: sefer__opt.show_stats == SHOW_STATS_CLASSES
+						? SEFER_STATS_CLASSES
+						: 0);
 }
 
 __attribute__((destructor)) static void sefer_destructor(void)

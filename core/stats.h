@@ -38,8 +38,8 @@ static inline void inuse_peak_raise(_Atomic(uint64_t) *peak, uint64_t v)
 {
 	uint64_t old = atomic_load_explicit(peak, memory_order_relaxed);
 
-	while (v > old && !atomic_compare_exchange_weak_explicit(peak, &old, v, memory_order_relaxed,
-								 memory_order_relaxed))
+	while (v > old && !atomic_compare_exchange_weak_explicit(
+				  peak, &old, v, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -75,13 +75,13 @@ struct class_use {
 };
 
 struct inuse {
-	struct heap *only;			 /* NULL: every heap; else this heap's blocks */
-	struct class_use *classes;		 /* NULL, or NBINS entries to add to */
-	uint64_t bytes, blocks;			 /* in use, small and large */
-	uint64_t large_blocks, large_bytes;	 /* large blocks in use */
-	uint64_t small_segments, small_bytes;	 /* small segments, their bytes mapped */
-	uint64_t committed;			 /* only: bytes of its segments backed now */
-	uint64_t gen;				 /* per-heap sample generation (0: none) */
+	struct heap *only;		      /* NULL: every heap; else this heap's blocks */
+	struct class_use *classes;	      /* NULL, or NBINS entries to add to */
+	uint64_t bytes, blocks;		      /* in use, small and large */
+	uint64_t large_blocks, large_bytes;   /* large blocks in use */
+	uint64_t small_segments, small_bytes; /* small segments, their bytes mapped */
+	uint64_t committed;		      /* only: bytes of its segments backed now */
+	uint64_t gen;			      /* per-heap sample generation (0: none) */
 };
 
 /* Fill *u (u->only and u->classes set by the caller, the rest zeroed here) from one walk. */
@@ -94,9 +94,9 @@ SEFER_INTERNAL void sefer__inuse_grown(void);
 /* The process's own figures for the printout (core/procinfo.c); unknown ones are 0. */
 struct procinfo {
 	uint64_t pid;
-	char name[64];			/* the program's file name */
+	char name[64]; /* the program's file name */
 	bool have_rss, have_cpu, have_elapsed;
-	uint64_t rss, rss_peak;		/* bytes */
+	uint64_t rss, rss_peak; /* bytes */
 	uint64_t cpu_user_ms, cpu_sys_ms, elapsed_ms;
 };
 

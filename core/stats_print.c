@@ -47,7 +47,7 @@ struct stats_human {
 
 static struct stats_human stats_human(uint64_t v)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
 	struct stats_human h;
 	unsigned u = 0;
 	uint64_t scale = 1;
@@ -75,58 +75,66 @@ static struct stats_human stats_seconds(uint64_t ms)
 	return h;
 }
 
-static void stats_table(struct stats_sink *s, const struct sefer_stats *st, const struct procinfo *p,
-			const struct class_use *classes)
+static void stats_table(struct stats_sink *s, const struct sefer_stats *st,
+			const struct procinfo *p, const struct class_use *classes)
 {
 	stats_out(s, "sefer: stats of %s (pid %llu), %s\n", p->name[0] ? p->name : "?",
-	    (unsigned long long)p->pid, sefer_version());
+		  (unsigned long long)p->pid, sefer_version());
 	if (p->have_elapsed && p->have_cpu)
 		stats_out(s, "sefer:   time %s elapsed, %s CPU (%s user, %s system)\n",
-		    stats_seconds(p->elapsed_ms).s, stats_seconds(p->cpu_user_ms + p->cpu_sys_ms).s,
-		    stats_seconds(p->cpu_user_ms).s, stats_seconds(p->cpu_sys_ms).s);
+			  stats_seconds(p->elapsed_ms).s,
+			  stats_seconds(p->cpu_user_ms + p->cpu_sys_ms).s,
+			  stats_seconds(p->cpu_user_ms).s, stats_seconds(p->cpu_sys_ms).s);
 	stats_out(s, "sefer:                     now         peak\n");
 	stats_out(s, "sefer:   in use     %12s %12s   %llu blocks (peak %llu)\n",
-	    stats_human(st->in_use_bytes).s, stats_human(st->in_use_peak_bytes).s,
-	    (unsigned long long)st->in_use_blocks, (unsigned long long)st->in_use_peak_blocks);
-	stats_out(s, "sefer:   committed  %12s %12s   %s of it free\n", stats_human(st->committed).s,
-	    stats_human(st->committed_peak).s,
-	    stats_human(st->committed > st->in_use_bytes ? st->committed - st->in_use_bytes : 0).s);
+		  stats_human(st->in_use_bytes).s, stats_human(st->in_use_peak_bytes).s,
+		  (unsigned long long)st->in_use_blocks,
+		  (unsigned long long)st->in_use_peak_blocks);
+	stats_out(
+		s, "sefer:   committed  %12s %12s   %s of it free\n", stats_human(st->committed).s,
+		stats_human(st->committed_peak).s,
+		stats_human(st->committed > st->in_use_bytes ? st->committed - st->in_use_bytes : 0)
+			.s);
 	if (p->have_rss)
-		stats_out(s, "sefer:   RSS        %12s %12s\n", stats_human(p->rss).s, stats_human(p->rss_peak).s);
+		stats_out(s, "sefer:   RSS        %12s %12s\n", stats_human(p->rss).s,
+			  stats_human(p->rss_peak).s);
 	else
 		stats_out(s, "sefer:   RSS                 n/a          n/a\n");
 	stats_out(s, "sefer:   segments   %12llu %12llu   %llu mapped in all\n",
-	    (unsigned long long)st->segments, (unsigned long long)st->segments_peak,
-	    (unsigned long long)st->segments_mapped);
-	stats_out(s, "sefer:   large blocks %llu (%s), cross-thread frees %llu, purged %s "
-	       "(purge delay raised %llu times)\n",
-	    (unsigned long long)st->large_blocks, stats_human(st->large_bytes).s,
-	    (unsigned long long)st->xthread_frees, stats_human(st->purged).s,
-	    (unsigned long long)st->purge_raises);
-	stats_out(s, "sefer:   heaps %llu made (first-class alive %llu), segments abandoned %llu, "
-	       "reclaimed %llu, lock waits yielded %llu\n",
-	    (unsigned long long)st->threads, (unsigned long long)st->heaps,
-	    (unsigned long long)st->abandoned, (unsigned long long)st->reclaimed,
-	    (unsigned long long)st->lock_yields);
+		  (unsigned long long)st->segments, (unsigned long long)st->segments_peak,
+		  (unsigned long long)st->segments_mapped);
+	stats_out(s,
+		  "sefer:   large blocks %llu (%s), cross-thread frees %llu, purged %s "
+		  "(purge delay raised %llu times)\n",
+		  (unsigned long long)st->large_blocks, stats_human(st->large_bytes).s,
+		  (unsigned long long)st->xthread_frees, stats_human(st->purged).s,
+		  (unsigned long long)st->purge_raises);
+	stats_out(s,
+		  "sefer:   heaps %llu made (first-class alive %llu), segments abandoned %llu, "
+		  "reclaimed %llu, lock waits yielded %llu\n",
+		  (unsigned long long)st->threads, (unsigned long long)st->heaps,
+		  (unsigned long long)st->abandoned, (unsigned long long)st->reclaimed,
+		  (unsigned long long)st->lock_yields);
 	if (IS_ENABLED(CONFIG_STATS_CALLS))
 		stats_out(s, "sefer:   mallocs %llu, frees %llu, large %llu\n",
-		    (unsigned long long)st->mallocs, (unsigned long long)st->frees,
-		    (unsigned long long)st->large_allocs);
+			  (unsigned long long)st->mallocs, (unsigned long long)st->frees,
+			  (unsigned long long)st->large_allocs);
 	else
-		stats_out(s, "sefer:   large allocations %llu (mallocs and frees are counted with "
-		       "CONFIG_STATS_CALLS)\n",
-		    (unsigned long long)st->large_allocs);
+		stats_out(s,
+			  "sefer:   large allocations %llu (mallocs and frees are counted with "
+			  "CONFIG_STATS_CALLS)\n",
+			  (unsigned long long)st->large_allocs);
 	if (!classes)
 		return;
 	stats_out(s, "sefer:   class  block size  spans   blocks in use  capacity        in use\n");
 	for (unsigned b = 1; b < NBINS; b++)
 		if (classes[b].spans)
 			stats_out(s, "sefer:   %5u %11llu %6llu %15llu %9llu  %12s\n", b,
-			    (unsigned long long)bin_block_size(b),
-			    (unsigned long long)classes[b].spans,
-			    (unsigned long long)classes[b].blocks,
-			    (unsigned long long)classes[b].capacity,
-			    stats_human(classes[b].blocks * bin_block_size(b)).s);
+				  (unsigned long long)bin_block_size(b),
+				  (unsigned long long)classes[b].spans,
+				  (unsigned long long)classes[b].blocks,
+				  (unsigned long long)classes[b].capacity,
+				  stats_human(classes[b].blocks * bin_block_size(b)).s);
 }
 
 static void stats_member(struct stats_sink *s, const char *name, uint64_t v)
@@ -222,7 +230,7 @@ SEFER_API void sefer_stats_print(FILE *fp, unsigned flags)
 	struct class_use classes[NBINS];
 	struct sefer_stats st;
 	struct procinfo p;
-	struct stats_sink s = { fp, (flags & SEFER_STATS_JSON) != 0, 0 };
+	struct stats_sink s = {fp, (flags & SEFER_STATS_JSON) != 0, 0};
 
 	__builtin_memset(classes, 0, sizeof(classes));
 	sefer__stats_collect(&st, classes);

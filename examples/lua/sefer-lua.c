@@ -528,6 +528,7 @@ int main(int argc, char **argv)
 	if (times && strcmp(times, "1") == 0)
 		fprintf(stderr,
 			"%s: close %.3f ms (lua_close %.3f, heap destroy %.3f), peak RSS %ld KiB\n",
-			progname, r.close_ms + r.destroy_ms, r.close_ms, r.destroy_ms, peak_rss_kb());
+			progname, r.close_ms + r.destroy_ms, r.close_ms, r.destroy_ms,
+			peak_rss_kb());
 	return r.ok && r.status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -113,11 +113,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	printf("query-cost: %d threads churning, %llu segments, %llu blocks in use: "
-	       "sefer_stats_get %.1f us, sefer_heap_stats %.1f us per call (medians); threads idle: "
+	       "sefer_stats_get %.1f us, sefer_heap_stats %.1f us per call (medians); threads "
+	       "idle: "
 	       "sefer_stats_get %.1f us\n",
 	       threads, (unsigned long long)st.segments, (unsigned long long)st.in_use_blocks, all,
 	       one, idle);
 	free(t);
 	/* a snapshot of churning heaps: within a tenth of the live set */
-	return all > 0 && st.in_use_blocks * 10 >= (unsigned long long)threads * nblocks * 9 ? 0 : 1;
+	return all > 0 && st.in_use_blocks * 10 >= (unsigned long long)threads * nblocks * 9 ? 0
+											     : 1;
 }

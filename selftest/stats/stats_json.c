@@ -21,7 +21,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0); /* stdio allocates nothing between the two takes */
 	printf("pid %d\n", (int)getpid());
 	for (int i = 0; i < 3000; i++)
-		keep[i] = sefer_malloc(i < 2995 ? 16 + (size_t)(i % 50) * 24 : (size_t)(i - 2994) << 20);
+		keep[i] = sefer_malloc(i < 2995 ? 16 + (size_t)(i % 50) * 24
+						: (size_t)(i - 2994) << 20);
 	if (argc > 1 && !strcmp(argv[1], "exit"))
 		return 0;
 	sefer_stats_get(&st, sizeof(st));

@@ -62,7 +62,7 @@ START_TEST(heap_stats_known_set)
 	/* a smaller, older struct: only its fields */
 	struct {
 		uint64_t in_use_bytes, in_use_blocks, canary;
-	} old = { 0, 0, 77 };
+	} old = {0, 0, 77};
 	ck_assert_uint_eq(sefer_heap_stats(h, (struct sefer_heap_stats *)&old, 16), 16);
 	ck_assert_uint_eq(old.in_use_blocks, N / 2 + 1);
 	ck_assert_uint_eq(old.canary, 77);
@@ -212,8 +212,8 @@ static void expect_misuse(const char *mode, const char *call, const char *why)
 
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: status %d: %s", mode, st,
 		      out);
-	ck_assert_msg(strstr(out, "heap misuse") && strstr(out, call) && strstr(out, why),
-		      "%s: %s", mode, out);
+	ck_assert_msg(strstr(out, "heap misuse") && strstr(out, call) && strstr(out, why), "%s: %s",
+		      mode, out);
 }
 
 START_TEST(misuse_release_not_owner)

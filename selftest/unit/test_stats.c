@@ -136,8 +136,8 @@ START_TEST(peak_sampled_on_slow_path)
 	if (IS_ENABLED(CONFIG_STATS)) /* a lower bound, missing at most the last stretch */
 		ck_assert_msg(st.in_use_peak_bytes >= total * 3 / 4 &&
 				      st.in_use_peak_bytes <= st.committed_peak,
-			      "peak %llu of %llu allocated", (unsigned long long)st.in_use_peak_bytes,
-			      (unsigned long long)total);
+			      "peak %llu of %llu allocated",
+			      (unsigned long long)st.in_use_peak_bytes, (unsigned long long)total);
 }
 END_TEST
 
