@@ -407,6 +407,8 @@ Test targets (make check runs every group this configuration enables):
   check-newpolicy   - A throwaway policy added to a copy of the tree, no core/ edit
   check-policies    - Every policy on, and numa with MPOL_BIND
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
+  check-stats       - the stats JSON parsed by python3 against sefer_stats_get, SHOW_STATS's
+                      forms, a program built against 0.1's stats calls, a query's cost
   check-real        - Real programs under LD_PRELOAD
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
   check-bench-harness

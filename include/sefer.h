@@ -17,7 +17,7 @@ extern "C" {
 
 /* The release; the shared library's SONAME is libsefer.so.SEFER_VERSION_MAJOR. */
 #define SEFER_VERSION_MAJOR 0
-#define SEFER_VERSION_MINOR 1
+#define SEFER_VERSION_MINOR 2
 #define SEFER_VERSION_PATCH 0
 
 /*
