@@ -245,7 +245,7 @@ SEFER_API size_t sefer_heap_stats(struct sefer_heap *h, struct sefer_heap_stats 
 	full.segments = u.small_segments;
 	full.large_blocks = u.large_blocks;
 	full.large_bytes = u.large_bytes;
-	return sefer__stats_copy_out(st, size, &full, sizeof(full));
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 /* ---- large blocks ---- */

@@ -59,17 +59,6 @@ void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
 	st->small_bytes = u.small_bytes;
 }
 
-/* The first size bytes of dst from a full struct of full_size, zeros past what it holds. */
-size_t sefer__stats_copy_out(void *dst, size_t size, const void *src, size_t full_size)
-{
-	size_t n = size < full_size ? size : full_size;
-
-	__builtin_memcpy(dst, src, n);
-	if (size > n)
-		__builtin_memset((char *)dst + n, 0, size - n);
-	return n;
-}
-
 SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size)
 {
 	struct sefer_stats full;
@@ -77,7 +66,7 @@ SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size)
 	if (!st)
 		return 0;
 	sefer__stats_collect(&full, NULL);
-	return sefer__stats_copy_out(st, size, &full, sizeof(full));
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 void sefer__stats_at_exit(void)

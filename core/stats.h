@@ -59,9 +59,21 @@ struct sefer_stats;
 struct class_use;
 /* Every figure of struct sefer_stats now, one sample; classes: NULL or NBINS entries. */
 SEFER_INTERNAL void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes);
-/* sefer_stats_get's contract: the first size bytes of dst, zeros past full_size. */
-SEFER_INTERNAL size_t sefer__stats_copy_out(void *dst, size_t size, const void *src,
-					    size_t full_size);
+/*
+ * The contract of the stats calls that take the caller's struct size (sefer_stats_get,
+ * sefer_heap_stats, sefer_pstats_get): the first size bytes of dst from a full struct of
+ * full_size, zeros past it; returns the bytes filled with figures. Header-only: persist's
+ * tool links without the core.
+ */
+static inline size_t stats_copy_out(void *dst, size_t size, const void *src, size_t full_size)
+{
+	size_t n = size < full_size ? size : full_size;
+
+	__builtin_memcpy(dst, src, n);
+	if (size > n)
+		__builtin_memset((char *)dst + n, 0, size - n);
+	return n;
+}
 
 /*
  * Bytes and blocks in use, computed by walking the segment registry (core/inuse.c): no

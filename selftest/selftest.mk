@@ -310,7 +310,8 @@ check-fastpath: $(shared-lib)
 # ---- stats a program and a tool read: JSON against the struct, SEFER_SHOW_STATS, 0.1's ABI,
 # the cost of a query with 64 threads (selftest/stats/check-stats.sh; about 5 s)
 stats-dir := $(objtree)/selftest/stats
-stats-bins := $(stats-dir)/stats-json $(stats-dir)/oldabi $(stats-dir)/query-cost
+stats-bins := $(stats-dir)/stats-json $(stats-dir)/oldabi $(stats-dir)/query-cost \
+	$(if $(filter y,$(CONFIG_PERSIST)),$(stats-dir)/pstats-size)
 ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-stats
 test-bins: $(stats-bins)
@@ -323,6 +324,10 @@ $(stats-dir)/query-cost: $(srctree)/selftest/stats/query_cost.c $(shared-lib)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC selftest/stats/query-cost
 	$(Q)$(CC) $(TEST_CFLAGS) -pthread -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
+$(stats-dir)/pstats-size: $(srctree)/selftest/stats/pstats_size.c $(shared-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/stats/pstats-size
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
 # linked against a stand-in for 0.1's unversioned libsefer.so.0, run against this one
 $(stats-dir)/oldabi: $(srctree)/selftest/stats/oldabi.c $(srctree)/selftest/stats/oldabi_stub.c
 	$(Q)mkdir -p $(dir $@)/stub

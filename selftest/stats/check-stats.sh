@@ -5,6 +5,7 @@
 #  - SEFER_SHOW_STATS=json at exit parses, =1 prints the table with pid and program name,
 #    =2 adds the size classes, a bad value is named;
 #  - a program built against sefer 0.1's stats calls runs on this library (symbol versions);
+#  - persist's sefer_pstats_get with an older, smaller and a newer, bigger struct;
 #  - the cost of a query with 64 threads churning (printed; sefer(3) quotes it).
 set -u
 obj=$1 bin=$2
@@ -69,6 +70,11 @@ if "$bin/oldabi" >"$work/out" 2>"$work/err"; then
 	grep -q "sefer: stats of oldabi" "$work/err" || bad "0.1's sefer_stats_print() printed nothing"
 else
 	bad "the 0.1 program failed ($?): $(cat "$work/out" "$work/err")"
+fi
+
+# persist's stats with the caller's struct size (CONFIG_PERSIST)
+if [ -x "$bin/pstats-size" ]; then
+	"$bin/pstats-size" "$work" || bad "sefer_pstats_get with an older and a newer struct"
 fi
 
 "$bin/query-cost" 64 5000 || bad "query-cost"
