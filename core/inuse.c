@@ -33,8 +33,13 @@
 #include "core/stats.h"
 #include "core/sync.h"
 
-/* One relaxed load of a field the owner writes with plain stores. */
-#define INUSE_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+/*
+ * One load of a field the owner writes with plain stores: volatile, so the compiler reads it
+ * once; the walk's functions are left out of ThreadSanitizer's instrumentation (a snapshot
+ * of a running heap is what is asked for: the race is by design).
+ */
+#define INUSE_READ(x) (*(volatile __typeof__(x) *)&(x))
+#define INUSE_RACY __attribute__((no_sanitize("thread")))
 
 #define INUSE_GEN_SHIFT 48
 #define INUSE_SUM_MASK	(((uint64_t)1 << INUSE_GEN_SHIFT) - 1)
@@ -58,7 +63,7 @@ static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 						      memory_order_relaxed));
 }
 
-static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
+INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
 {
 	uint64_t bytes = 0, blocks = 0;
 
@@ -100,7 +105,7 @@ static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner
 	}
 }
 
-static void inuse_large(struct inuse *u, struct segment *seg)
+INUSE_RACY static void inuse_large(struct inuse *u, struct segment *seg)
 {
 	struct heap *heap = INUSE_READ(seg->large_heap);
 	uint64_t size = INUSE_READ(seg->large_size);
@@ -117,8 +122,7 @@ static void inuse_large(struct inuse *u, struct segment *seg)
 	}
 }
 
-/* Reads fields other threads write with plain stores, once each: a snapshot by design. */
-__attribute__((no_sanitize("thread"))) static void inuse_segment(struct sync_node *n, void *arg)
+INUSE_RACY static void inuse_segment(struct sync_node *n, void *arg)
 {
 	struct inuse *u = arg;
 	struct segment *seg =
