@@ -205,57 +205,29 @@ int heaps_move_child(const char *mode)
 	return 0; /* not reached: the report aborts */
 }
 
-static void expect_misuse(const char *mode, const char *call, const char *why)
+/* Each misuse of the protocol: the child's mode, the call and the reason the report names */
+static const struct misuse {
+	const char *mode, *call, *why;
+} misuses[] = {
+	{"move-release-not-owner", "sefer_heap_release", "does not own the heap"},
+	{"move-release-twice", "sefer_heap_release", "was released"},
+	{"move-malloc-released", "sefer_heap_malloc", "sefer_heap_adopt it first"},
+	{"move-adopt-owned", "sefer_heap_adopt", "the caller owns it already"},
+	{"move-adopt-other", "sefer_heap_adopt (the heap must be released first)", "thread exited"},
+	{"move-adopt-destroyed", "sefer_heap_adopt", "not a live heap"},
+	{"move-stats-destroyed", "sefer_heap_stats", "not a live heap"},
+};
+
+START_TEST(misuse_reported_and_aborts)
 {
+	const struct misuse *m = &misuses[_i];
 	char out[4096];
-	int st = run_child(mode, NULL, out, sizeof(out));
+	int st = run_child(m->mode, NULL, out, sizeof(out));
 
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: status %d: %s", mode, st,
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: status %d: %s", m->mode, st,
 		      out);
-	ck_assert_msg(strstr(out, "heap misuse") && strstr(out, call) && strstr(out, why), "%s: %s",
-		      mode, out);
-}
-
-START_TEST(misuse_release_not_owner)
-{
-	expect_misuse("move-release-not-owner", "sefer_heap_release", "does not own the heap");
-}
-END_TEST
-
-START_TEST(misuse_release_twice)
-{
-	expect_misuse("move-release-twice", "sefer_heap_release", "was released");
-}
-END_TEST
-
-START_TEST(misuse_malloc_released)
-{
-	expect_misuse("move-malloc-released", "sefer_heap_malloc", "sefer_heap_adopt it first");
-}
-END_TEST
-
-START_TEST(misuse_adopt_owned)
-{
-	expect_misuse("move-adopt-owned", "sefer_heap_adopt", "the caller owns it already");
-}
-END_TEST
-
-START_TEST(misuse_adopt_not_released)
-{
-	expect_misuse("move-adopt-other", "sefer_heap_adopt (the heap must be released first)",
-		      "thread exited");
-}
-END_TEST
-
-START_TEST(misuse_adopt_destroyed)
-{
-	expect_misuse("move-adopt-destroyed", "sefer_heap_adopt", "not a live heap");
-}
-END_TEST
-
-START_TEST(misuse_stats_destroyed)
-{
-	expect_misuse("move-stats-destroyed", "sefer_heap_stats", "not a live heap");
+	ck_assert_msg(strstr(out, "heap misuse") && strstr(out, m->call) && strstr(out, m->why),
+		      "%s: %s", m->mode, out);
 }
 END_TEST
 
@@ -264,13 +236,8 @@ void heaps_add_move_tests(TCase *tc)
 	tcase_add_test(tc, heap_stats_known_set);
 	tcase_add_test(tc, handoff_between_threads);
 	tcase_add_test(tc, release_adopt_same_thread_and_destroy_released);
-	tcase_add_test(tc, misuse_release_not_owner);
-	tcase_add_test(tc, misuse_release_twice);
-	tcase_add_test(tc, misuse_malloc_released);
-	tcase_add_test(tc, misuse_adopt_owned);
-	tcase_add_test(tc, misuse_adopt_not_released);
-	tcase_add_test(tc, misuse_adopt_destroyed);
-	tcase_add_test(tc, misuse_stats_destroyed);
+	tcase_add_loop_test(tc, misuse_reported_and_aborts, 0,
+			    (int)(sizeof(misuses) / sizeof(misuses[0])));
 }
 
 #else
