@@ -307,10 +307,14 @@ $(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 # build/libsefer.so is the library itself (LD_PRELOAD it from there); the SONAME link beside it
 # lets a program linked with -Lbuild -lsefer run from the build tree too. make install names
 # the file libsefer.so.MAJOR.MINOR.PATCH (scripts/install.mk).
-$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk)
+# ELF symbol versions of the calls whose signature changed (core/stats_compat_so.c)
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+so-version-script := -Wl,--version-script=$(srctree)/core/libsefer.map
+endif
+$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map
 	$(quiet) LD $(notdir $@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(lib-objs) $(so-objs) \
-		$(LDLIBS) $(LDFLAGS)
+		$(so-version-script) $(LDLIBS) $(LDFLAGS)
 	$(Q)ln -sf libsefer.so $(objtree)/$(SEFER_SONAME)
 
 $(objtree)/sefer.dll: $(lib-objs) $(autoconf-mk)
@@ -409,6 +413,8 @@ Test targets (make check runs every group this configuration enables):
   check-newpolicy   - A throwaway policy added to a copy of the tree, no core/ edit
   check-policies    - Every policy on, and numa with MPOL_BIND
   check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
+  check-stats       - the stats JSON parsed by python3 against sefer_stats_get, SHOW_STATS's
+                      forms, a program built against 0.1's stats calls, a query's cost
   check-real        - Real programs under LD_PRELOAD
   check-secure      - A setuid-root program run by nobody ignores SEFER_ON_ERROR=warn
   check-bench-harness

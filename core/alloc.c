@@ -13,6 +13,7 @@
 #include "core/init.h"
 #include "core/large.h"
 #include "core/options.h"
+#include "core/stats.h"
 
 /*
  * calloc's block holds a range [from, to) that reads as zero without having been written
@@ -106,6 +107,7 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
+	sefer__inuse_grown();
 	annotate_block_alloc(large_block(seg), seg->large_size);
 	if (zero && dirty)
 		memset(large_block(seg), 0, dirty < size ? dirty : size);

@@ -31,6 +31,23 @@ static void put_num(struct out *o, unsigned long long v, unsigned base, int neg)
 		put(o, tmp[--n]);
 }
 
+/* A width (%12s, %5u): right-align what was written from at in width characters. */
+static void pad_left(struct out *o, size_t at, size_t width)
+{
+	size_t n = o->pos - at, pad;
+
+	if (n >= width)
+		return;
+	pad = width - n;
+	if (o->pos + pad + 1 > o->len)
+		pad = o->len > o->pos + 1 ? o->len - o->pos - 1 : 0;
+	for (size_t i = o->pos; i-- > at;)
+		o->buf[i + pad] = o->buf[i];
+	for (size_t i = 0; i < pad; i++)
+		o->buf[at + i] = ' ';
+	o->pos += pad;
+}
+
 void sefer__vformat(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	struct out o = { buf, len, 0 };
@@ -41,8 +58,12 @@ void sefer__vformat(char *buf, size_t len, const char *fmt, va_list ap)
 			continue;
 		}
 		int lng = 0, sz = 0;
+		size_t width = 0, at;
 
 		fmt++;
+		while (*fmt >= '0' && *fmt <= '9')
+			width = width * 10 + (size_t)(*fmt++ - '0');
+		at = o.pos;
 		while (*fmt == 'l')
 			lng++, fmt++;
 		if (*fmt == 'z')
@@ -89,6 +110,7 @@ void sefer__vformat(char *buf, size_t len, const char *fmt, va_list ap)
 		default:
 			put(&o, '?');
 		}
+		pad_left(&o, at, width);
 	}
 	o.buf[o.pos < o.len ? o.pos : o.len - 1] = '\0';
 }

@@ -82,16 +82,16 @@ FACE int malloc_trim(size_t pad)
 	struct sefer_stats before, after;
 
 	(void)pad;
-	sefer_stats_get(&before);
+	sefer_stats_get(&before, sizeof(before));
 	sefer_collect(true);
-	sefer_stats_get(&after);
+	sefer_stats_get(&after, sizeof(after));
 	return after.committed < before.committed;
 }
 
 /* glibc's: print the allocator's statistics on stderr (sefer's summary). */
 FACE void malloc_stats(void)
 {
-	sefer_stats_print();
+	sefer_stats_print(NULL, 0);
 }
 
 /* The old SunOS name that some programs still call. */

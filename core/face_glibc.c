@@ -7,8 +7,9 @@
  *
  * The figures come from one walk of the segment registry, which reads only what other
  * threads never change under a published segment (kind, size, owner, large_live), plus the
- * process-wide counters (committed bytes and their peak, without CONFIG_STATS zero). None of
- * it allocates; malloc_info's stdio may, after the walk.
+ * process-wide counters (committed bytes and their peak, without CONFIG_STATS zero), and the
+ * bytes in use from a second walk over the spans (core/inuse.c). None of it allocates;
+ * malloc_info's stdio may, after the walks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +30,7 @@ struct face_figures {
 	size_t large_live, large_bytes; /* large blocks in use, and their segments' bytes */
 	size_t large_free, free_bytes;	/* freed large segments the large_cache keeps */
 	size_t committed, peak;		/* stats: committed bytes now and at most */
+	size_t small_inuse;		/* bytes of small blocks in use (core/inuse.c) */
 };
 
 static void count_segment(struct sync_node *n, void *arg)
@@ -49,16 +51,19 @@ static void count_segment(struct sync_node *n, void *arg)
 	}
 }
 
-static void figures(struct face_figures *f)
+/* classes: NULL, or NBINS entries that receive the size classes' spans and blocks */
+static void figures(struct face_figures *f, struct class_use *classes)
 {
 	struct sefer_stats st;
 
 	__builtin_memset(f, 0, sizeof(*f));
 	sefer__process_init();
 	sefer__sync_registry_walk(count_segment, f);
-	sefer_stats_get(&st);
+	sefer__stats_collect(&st, classes);
 	f->committed = (size_t)st.committed;
 	f->peak = (size_t)st.committed_peak;
+	/* glibc's uordblks leaves mmapped chunks to hblkhd: sefer's large blocks likewise */
+	f->small_inuse = (size_t)(st.in_use_bytes - st.large_bytes);
 }
 
 /* Bytes of the small-block segments the OS backs now: committed less the large segments. */
@@ -78,16 +83,16 @@ FACE struct mallinfo2 mallinfo2(void)
 	struct face_figures f;
 	struct mallinfo2 mi;
 
-	figures(&f);
-	mi.arena = f.small_bytes;
+	figures(&f, NULL);
 	mi.ordblks = f.small_segs;
 	mi.smblks = 0;
 	mi.hblks = f.large_live;
 	mi.hblkhd = f.large_bytes;
 	mi.usmblks = f.peak;
 	mi.fsmblks = 0;
-	mi.uordblks = small_committed(&f);
-	mi.fordblks = f.small_bytes - mi.uordblks;
+	mi.arena = small_committed(&f);
+	mi.uordblks = f.small_inuse < mi.arena ? f.small_inuse : mi.arena;
+	mi.fordblks = mi.arena - mi.uordblks;
 	mi.keepcost = f.free_bytes;
 	return mi;
 }
@@ -194,36 +199,51 @@ FACE int mallopt(int param, int value)
 
 /*
  * glibc's XML report, with sefer's figures: one <heap> for the small-block segments of every
- * thread (sefer keeps no free-chunk lists to list under <sizes>), the large blocks as "mmap",
- * the freed large segments the large_cache keeps and the purged small-segment bytes as "rest".
+ * thread, whose <sizes> lists each size class's free blocks (carved or not) in its spans, the
+ * large blocks as "mmap", and as "rest" those free blocks, the freed large segments the
+ * large_cache keeps and the purged small-segment bytes.
  * options must be 0 (EINVAL otherwise, as glibc).
  */
 FACE int malloc_info(int options, FILE *fp)
 {
 	struct face_figures f;
-	size_t used, purged, mapped;
+	struct class_use classes[NBINS];
+	size_t used, purged, mapped, free_small = 0, nfree_small = 0;
 
 	if (options != 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	figures(&f);
+	__builtin_memset(classes, 0, sizeof(classes));
+	figures(&f, classes);
 	used = small_committed(&f);
 	purged = f.small_bytes - used;
 	mapped = f.small_bytes + f.large_bytes + f.free_bytes;
 	fprintf(fp, "<malloc version=\"1\">\n");
-	fprintf(fp, "<heap nr=\"0\">\n<sizes>\n</sizes>\n");
+	fprintf(fp, "<heap nr=\"0\">\n<sizes>\n");
+	/* glibc lists its free chunks by size: here the free blocks of each size class's spans */
+	for (unsigned b = 1; b < NBINS; b++) {
+		size_t bs = bin_block_size(b), nfree = classes[b].capacity - classes[b].blocks;
+
+		if (!classes[b].spans)
+			continue;
+		fprintf(fp, "<size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n",
+			b > 1 ? bin_block_size(b - 1) + 1 : 1, bs, nfree * bs, nfree);
+		free_small += nfree * bs;
+		nfree_small += nfree;
+	}
+	fprintf(fp, "</sizes>\n");
 	fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
-	fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", f.large_free,
-		purged + f.free_bytes);
+	fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+		nfree_small + f.large_free, free_small + purged + f.free_bytes);
 	fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", used);
 	fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", f.peak);
 	fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", f.small_bytes);
 	fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", f.small_bytes);
 	fprintf(fp, "</heap>\n");
 	fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
-	fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", f.large_free,
-		purged + f.free_bytes);
+	fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+		nfree_small + f.large_free, free_small + purged + f.free_bytes);
 	fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", f.large_live,
 		f.large_bytes);
 	fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n",

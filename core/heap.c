@@ -193,6 +193,7 @@ void sefer__heap_struct_put(struct heap *heap)
 void sefer__heap_setup(struct heap *heap)
 {
 	sefer__heap_reset(heap);
+	heap_peaks_reset(&heap->stats);
 	heap_shuffle_seed(heap);
 	heap->segments.live = true;
 }

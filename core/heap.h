@@ -38,7 +38,17 @@ struct page_queue {
 
 struct heap_stats {
 	uint64_t mallocs, frees, xthread_frees, large_allocs;
+	/* In use, sampled (core/inuse.c): the highest figures seen, and the running sums of
+	 * the sample being taken (its generation in the top 16 bits). Any thread writes them. */
+	_Atomic(uint64_t) peak_bytes, peak_blocks, sample_bytes, sample_blocks;
 };
+
+/* A heap struct taken for a new thread or heap: its in-use peaks start again. */
+static inline void heap_peaks_reset(struct heap_stats *s)
+{
+	atomic_store_explicit(&s->peak_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->peak_blocks, 0, memory_order_relaxed);
+}
 
 /*
  * What a first-class heap (sefer_heap_new, core/heaps.c) adds to a heap. A thread's default

@@ -71,6 +71,8 @@ static __cold noinline void *heap_misuse(struct heap *heap, const char *call)
 	const char *why = !heap->fc.first_class ? "not a live heap (destroyed, or never made)"
 			  : home == HOME_VISITING ? "inside sefer_heap_visit of the same heap"
 			  : home == HOME_DYING	  ? "the heap is being destroyed"
+			  : home == HOME_RELEASED
+				  ? "the heap was released: sefer_heap_adopt it first"
 			  : !home ? "the heap's thread exited: only sefer_heap_destroy is allowed"
 				  : "from a thread that does not own the heap";
 	char reason[160];
@@ -79,6 +81,27 @@ static __cold noinline void *heap_misuse(struct heap *heap, const char *call)
 	sefer__report_error("heap misuse", heap, reason);
 	errno = EPERM;
 	return NULL;
+}
+
+/* me's list of its thread's first-class heaps (owner only) */
+static void children_link(struct heap *me, struct heap *heap)
+{
+	heap->fc.prev_child = NULL;
+	heap->fc.next_child = me->fc.children;
+	if (me->fc.children)
+		me->fc.children->fc.prev_child = heap;
+	me->fc.children = heap;
+}
+
+static void children_unlink(struct heap *me, struct heap *heap)
+{
+	if (heap->fc.prev_child)
+		heap->fc.prev_child->fc.next_child = heap->fc.next_child;
+	else
+		me->fc.children = heap->fc.next_child;
+	if (heap->fc.next_child)
+		heap->fc.next_child->fc.prev_child = heap->fc.prev_child;
+	heap->fc.next_child = heap->fc.prev_child = NULL;
 }
 
 SEFER_API struct sefer_heap *sefer_heap_new(void)
@@ -96,11 +119,7 @@ SEFER_API struct sefer_heap *sefer_heap_new(void)
 	}
 	sefer__heap_setup(heap);
 	heap->fc.first_class = true;
-	heap->fc.prev_child = NULL;
-	heap->fc.next_child = me->fc.children;
-	if (me->fc.children)
-		me->fc.children->fc.prev_child = heap;
-	me->fc.children = heap;
+	children_link(me, heap);
 	stat_add(&sefer__gstats.heaps, NULL, 1);
 	atomic_store_explicit(&heap->fc.home, me, memory_order_relaxed);
 	return (struct sefer_heap *)heap;
@@ -151,6 +170,80 @@ SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force)
 		return;
 	}
 	sefer__heap_collect(heap, force);
+}
+
+/* ---- moving a heap between threads, its figures ---- */
+
+/*
+ * The owner lets the heap go: off its thread's list (its exit no longer orphans it), and out
+ * of the thread's owned-segment cache, whose fast-path frees would otherwise keep treating
+ * the heap's segments as the thread's after another thread adopted it. From here the old
+ * owner's frees of its blocks are cross-thread frees, like everyone's.
+ */
+SEFER_API bool sefer_heap_release(struct sefer_heap *h)
+{
+	struct heap *heap = heap_of(h), *me = heap_get();
+
+	if (!heap_owned_here(heap)) {
+		heap_misuse(heap, "sefer_heap_release");
+		return false;
+	}
+	children_unlink(me, heap);
+	owned_forget_all();
+	/* release: pairs with the acquire CAS of the adopting (or destroying) thread */
+	atomic_store_explicit(&heap->fc.home, HOME_RELEASED, memory_order_release);
+	return true;
+}
+
+SEFER_API bool sefer_heap_adopt(struct sefer_heap *h)
+{
+	struct heap *heap = heap_of(h), *me = heap_get(), *expect = HOME_RELEASED;
+
+	if (me == &sefer__heap_empty && !(me = sefer__heap_init_thread())) {
+		errno = ENOMEM;
+		return false;
+	}
+	if (!heap->fc.first_class ||
+	    !atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, me,
+						     memory_order_acquire, memory_order_relaxed)) {
+		heap_misuse(heap, expect == me ? "sefer_heap_adopt (the caller owns it already)"
+					       : "sefer_heap_adopt (the heap must be released first)");
+		return false;
+	}
+	children_link(me, heap);
+	return true;
+}
+
+SEFER_API size_t sefer_heap_stats(struct sefer_heap *h, struct sefer_heap_stats *st, size_t size)
+{
+	struct heap *heap = h ? heap_of(h) : heap_get();
+	struct sefer_heap_stats full;
+	struct inuse u = { .only = heap };
+
+	if (!st)
+		return 0;
+	if (h && !heap->fc.first_class) {
+		heap_misuse(heap, "sefer_heap_stats");
+		__builtin_memset(st, 0, size);
+		return 0;
+	}
+	sefer__inuse_walk(&u);
+	__builtin_memset(&full, 0, sizeof(full));
+	full.in_use_bytes = u.bytes;
+	full.in_use_blocks = u.blocks;
+	/* a query is a sample of this heap (sefer__inuse_sample feeds every heap's peak) */
+	if (heap != &sefer__heap_empty) {
+		inuse_peak_raise(&heap->stats.peak_bytes, u.bytes);
+		inuse_peak_raise(&heap->stats.peak_blocks, u.blocks);
+	}
+	full.in_use_peak_bytes = atomic_load_explicit(&heap->stats.peak_bytes, memory_order_relaxed);
+	full.in_use_peak_blocks =
+		atomic_load_explicit(&heap->stats.peak_blocks, memory_order_relaxed);
+	full.committed = u.committed;
+	full.segments = u.small_segments;
+	full.large_blocks = u.large_blocks;
+	full.large_bytes = u.large_bytes;
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 /* ---- large blocks ---- */
@@ -383,22 +476,19 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 	if (me == &sefer__heap_empty ||
 	    !atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, HOME_DYING,
 						     memory_order_relaxed, memory_order_relaxed)) {
-		/* An orphan: acquire pairs with the release store of NULL at its thread's exit,
-		 * so every write the owner made to the heap is seen here. */
-		expect = NULL;
-		if (!atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, HOME_DYING,
+		/* An orphan or a released heap: acquire pairs with the release store of NULL at
+		 * its thread's exit (of HOME_RELEASED by sefer_heap_release), so every write the
+		 * owner made to the heap is seen here. */
+		expect = atomic_load_explicit(&heap->fc.home, memory_order_relaxed);
+		if ((expect && expect != HOME_RELEASED) ||
+		    !atomic_compare_exchange_strong_explicit(&heap->fc.home, &expect, HOME_DYING,
 							     memory_order_acquire,
 							     memory_order_relaxed)) {
 			heap_misuse(heap, "sefer_heap_destroy");
 			return;
 		}
 	} else {
-		if (heap->fc.prev_child)
-			heap->fc.prev_child->fc.next_child = heap->fc.next_child;
-		else
-			me->fc.children = heap->fc.next_child;
-		if (heap->fc.next_child)
-			heap->fc.next_child->fc.prev_child = heap->fc.prev_child;
+		children_unlink(me, heap);
 	}
 	/* Policy teardown first (large_cache releases its cache and closes its inbox), then
 	 * every block at once: large segments to the OS, small ones to the spares. */

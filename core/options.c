@@ -19,15 +19,22 @@ SEFER_INTERNAL struct sefer_options sefer__opt;
 static struct sefer_option core_options[] = {
 	{
 		.name = "SHOW_STATS",
-		.type = OPT_BOOL,
+		.type = OPT_CHOICE,
 		.secure = OPT_SECURE_IGNORED,
-		.value.b = &sefer__opt.show_stats,
+		.value.c = &sefer__opt.show_stats,
 		.def = 0,
-		.help = "With 1, print a summary of sefer's statistics on standard error at exit: "
-			"calls served (with `CONFIG_STATS_CALLS`), frees from other threads, "
-			"large blocks, segments mapped now and at most, committed and purged bytes, "
+		.choices = (const char *const[]){ "0", "1", "2", "json", NULL },
+		.bool_words = true,
+		.help = "With 1 (or yes, true, on), print a table of sefer's statistics on standard "
+			"error at exit: a header with the program's name and pid, its elapsed and CPU "
+			"time; bytes in use, committed and the process's RSS, now and at peak, in "
+			"KiB/MiB/GiB; segments; large blocks, frees from other threads, purged bytes; "
 			"heaps, abandoned and reclaimed segments, how often a thread waiting for one "
-			"of sefer's internal locks gave its CPU away, and each policy's figures.",
+			"of sefer's internal locks gave its CPU away; calls served (with "
+			"`CONFIG_STATS_CALLS`); and each policy's figures. With 2, the same and a table "
+			"of the size classes in use (block size, pages, blocks in use, capacity). With "
+			"json, one JSON object with the same figures (`sefer_stats_print`). The "
+			"printout allocates nothing.",
 		.needs = "CONFIG_STATS",
 		.example = "SEFER_SHOW_STATS=1 ls",
 	},
@@ -347,8 +354,8 @@ static void spell(const struct sefer_option *o, bool variable, char *buf, size_t
 	buf[i] = '\0';
 }
 
-static void report(const struct sefer_option *o, const char *text, enum option_origin from,
-		   enum parse_result r)
+static void report_bad_value(const struct sefer_option *o, const char *text,
+			     enum option_origin from, enum parse_result r)
 {
 	const char *in = from == ORIGIN_OPTIONS ? "SEFER_OPTIONS: " : "";
 	char where[64], now[32], expect[96], lo[32], hi[32];
@@ -384,6 +391,9 @@ static void report(const struct sefer_option *o, const char *text, enum option_o
 			while (expect[n])
 				n++;
 		}
+		if (o->bool_words)
+			sefer__format(expect + n, sizeof(expect) - n,
+				      " (yes, true, on: 1; no, false, off: 0)");
 		break;
 	}
 	}
@@ -413,6 +423,10 @@ static enum parse_result parse(const struct sefer_option *o, const char *text, u
 				*v = i;
 				return PARSE_OK;
 			}
+		}
+		if (o->bool_words && sefer__parse_bool(text, &b) == PARSE_OK) {
+			*v = b;
+			return PARSE_OK;
 		}
 		return PARSE_BAD;
 	}
@@ -461,7 +475,7 @@ int sefer__option_apply(struct sefer_option *o, const char *text, enum option_or
 	if (r == PARSE_OK)
 		return sefer__option_store(o, v, from);
 	if (env && !sefer__opt.secure)
-		report(o, text, from, r);
+		report_bad_value(o, text, from, r);
 	return r == PARSE_RANGE ? ERANGE : EINVAL;
 }
 

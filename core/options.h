@@ -29,11 +29,14 @@
 
 enum on_error { ON_ERROR_ABORT, ON_ERROR_WARN };
 
+/* SEFER_SHOW_STATS: 0 none, 1 the table, 2 the table and the size classes, json (its choices) */
+enum show_stats { SHOW_STATS_TABLE = 1, SHOW_STATS_CLASSES = 2, SHOW_STATS_JSON = 3 };
+
 /* A purge delay this long means "never" (mallopt's M_TRIM_THRESHOLD < 0); core/purge.c. */
 #define PURGE_DELAY_NEVER ((uint64_t)1 << 62)
 
 struct sefer_options {
-	bool show_stats;	  /* SEFER_SHOW_STATS: summary on stderr at exit */
+	unsigned show_stats;	  /* SEFER_SHOW_STATS: enum show_stats, summary at exit */
 	bool verbose;		  /* SEFER_VERBOSE: report init, segments, purges */
 	unsigned on_error;	  /* SEFER_ON_ERROR: enum on_error */
 	uint64_t purge_delay_ms;  /* SEFER_PURGE_DELAY_MS */
@@ -81,6 +84,7 @@ struct sefer_option {
 	uint64_t def;		     /* the default: 0/1, a number, an index into choices */
 	uint64_t min, max;	     /* OPT_UINT, OPT_SIZE: the range (both inclusive) */
 	const char *const *choices; /* OPT_CHOICE: the names, NULL-terminated, tightest first */
+	bool bool_words;	     /* OPT_CHOICE: yes/no, true/false, on/off name choices 1 and 0 */
 	const char *help;	     /* sefer(7)'s paragraph: plain sentences, `code` in bold */
 	const char *doc_default;     /* sefer(7)'s words for the default, where def is not enough */
 	const char *needs;	     /* the Kconfig option without which it does nothing */

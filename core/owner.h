@@ -13,7 +13,8 @@
  *                   one being purged. Nobody adopts it and every free into it is refused or
  *                   pushed like a cross-thread free.
  * heap->fc.home (core/heap.h, first-class heaps) is the owning thread's default heap, NULL once
- * that thread exited, or HOME_VISITING / HOME_DYING while the heap is visited or destroyed.
+ * that thread exited, HOME_VISITING / HOME_DYING while the heap is visited or destroyed, or
+ * HOME_RELEASED between sefer_heap_release and sefer_heap_adopt.
  * sefer_owned[] (core/heap.h) holds a segment or OWNED_NONE.
  */
 #ifndef SEFER_CORE_OWNER_H
@@ -28,6 +29,7 @@ struct segment;
 #define HELD_OWNER ((struct heap *)2)
 #define HOME_VISITING ((struct heap *)3)
 #define HOME_DYING ((struct heap *)4)
+#define HOME_RELEASED ((struct heap *)5)
 
 /* Is owner (a small or large segment's owner field) a heap, not a sentinel nor NULL? */
 static inline bool owner_is_heap(const struct heap *owner)

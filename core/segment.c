@@ -100,6 +100,7 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 
 	if (!seg)
 		return NULL;
+	sefer__inuse_grown(); /* the set's segments were full: a peak of in use, maybe */
 	if (IS_ENABLED(CONFIG_GUARD_PAGES) && !small_guard_set(seg)) {
 		sefer__segment_unmap(seg, SEGMENT_SIZE);
 		return NULL;

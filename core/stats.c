@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* Statistics: per-heap counters summed over every heap, process-wide atomics, the summary. */
+/*
+ * Statistics: per-heap counters summed over every heap, process-wide atomics, the bytes and
+ * blocks in use (core/inuse.c). sefer_stats_get() fills the caller's struct up to the size the
+ * caller was built with (include/sefer.h): the struct only grows at its end.
+ */
+#include "core/stats.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/init.h"
 #include "core/options.h"
-#include "core/stats.h"
 #include "sefer.h"
 
 SEFER_INTERNAL struct global_stats sefer__gstats;
@@ -19,10 +23,19 @@ static void sum_heap(struct heap *h, void *arg)
 	st->large_allocs += h->stats.large_allocs;
 }
 
-SEFER_API void sefer_stats_get(struct sefer_stats *st)
+static uint64_t stats_max_u64(uint64_t a, uint64_t b)
 {
+	return a > b ? a : b;
+}
+
+void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
+{
+	struct inuse u = {.classes = classes};
+
 	__builtin_memset(st, 0, sizeof(*st));
+	sefer__process_init();
 	sefer__heap_visit_all(sum_heap, st);
+	sefer__inuse_sample(&u);
 #define G(f) ((uint64_t)atomic_load_explicit(&sefer__gstats.f, memory_order_relaxed))
 	st->segments = G(segments);
 	st->segments_peak = G(segments_peak);
@@ -34,46 +47,35 @@ SEFER_API void sefer_stats_get(struct sefer_stats *st)
 	st->reclaimed = G(reclaimed);
 	st->threads = G(threads);
 	st->heaps = G(heaps);
+	st->purge_raises = G(purge_backoffs);
+	st->lock_yields = G(lock_yields);
+	st->in_use_peak_bytes = stats_max_u64(G(inuse_peak_bytes), u.bytes);
+	st->in_use_peak_blocks = stats_max_u64(G(inuse_peak_blocks), u.blocks);
 #undef G
+	st->in_use_bytes = u.bytes;
+	st->in_use_blocks = u.blocks;
+	st->large_blocks = u.large_blocks;
+	st->large_bytes = u.large_bytes;
+	st->small_bytes = u.small_bytes;
 }
 
-SEFER_API void sefer_stats_print(void)
+SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size)
 {
-	struct sefer_stats st;
+	struct sefer_stats full;
 
-	sefer_stats_get(&st);
-	if (IS_ENABLED(CONFIG_STATS_CALLS))
-		sefer__message(
-			"stats: mallocs %llu, frees %llu, cross-thread frees %llu, large %llu",
-			(unsigned long long)st.mallocs, (unsigned long long)st.frees,
-			(unsigned long long)st.xthread_frees, (unsigned long long)st.large_allocs);
-	else
-		sefer__message("stats: mallocs and frees not counted (CONFIG_STATS_CALLS=n), "
-			      "cross-thread frees %llu, large %llu",
-			      (unsigned long long)st.xthread_frees,
-			      (unsigned long long)st.large_allocs);
-	sefer__message("stats: segments %llu (peak %llu, mapped %llu), committed %llu KiB (peak "
-		      "%llu KiB), purged %llu KiB (purge delay raised %llu times)",
-		      (unsigned long long)st.segments, (unsigned long long)st.segments_peak,
-		      (unsigned long long)st.segments_mapped,
-		      (unsigned long long)st.committed >> 10,
-		      (unsigned long long)st.committed_peak >> 10,
-		      (unsigned long long)st.purged >> 10,
-		      (unsigned long long)atomic_load_explicit(&sefer__gstats.purge_backoffs,
-							       memory_order_relaxed));
-	sefer__message("stats: heaps %llu (first-class alive %llu), abandoned segments %llu, "
-		      "reclaimed %llu, lock waits yielded %llu",
-		      (unsigned long long)st.threads, (unsigned long long)st.heaps,
-		      (unsigned long long)st.abandoned, (unsigned long long)st.reclaimed,
-		      (unsigned long long)atomic_load_explicit(&sefer__gstats.lock_yields,
-							       memory_order_relaxed));
-	sefer__policy_print_stats_all();
+	if (!st)
+		return 0;
+	sefer__stats_collect(&full, NULL);
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 void sefer__stats_at_exit(void)
 {
 	if (sefer__opt.show_stats)
-		sefer_stats_print();
+		sefer_stats_print(NULL, sefer__opt.show_stats == SHOW_STATS_JSON ? SEFER_STATS_JSON
+					: sefer__opt.show_stats == SHOW_STATS_CLASSES
+						? SEFER_STATS_CLASSES
+						: 0);
 }
 
 __attribute__((destructor)) static void sefer_destructor(void)

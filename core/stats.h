@@ -19,6 +19,8 @@ struct global_stats {
 	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;
 	atomic_llong heaps; /* first-class heaps alive */
+	/* In use (core/inuse.c): the highest totals seen at a sample, and committed then */
+	atomic_llong inuse_peak_bytes, inuse_peak_blocks, sampled_committed;
 };
 
 SEFER_INTERNAL_EXTERN struct global_stats sefer__gstats;
@@ -26,6 +28,15 @@ SEFER_INTERNAL_EXTERN struct global_stats sefer__gstats;
 static inline void stat_max(atomic_llong *peak, long long v)
 {
 	long long old = atomic_load_explicit(peak, memory_order_relaxed);
+
+	while (v > old && !atomic_compare_exchange_weak_explicit(
+				  peak, &old, v, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static inline void inuse_peak_raise(_Atomic(uint64_t) *peak, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(peak, memory_order_relaxed);
 
 	while (v > old && !atomic_compare_exchange_weak_explicit(
 				  peak, &old, v, memory_order_relaxed, memory_order_relaxed))
@@ -43,5 +54,64 @@ static inline void stat_add(atomic_llong *c, atomic_llong *peak, long long delta
 }
 
 SEFER_INTERNAL void sefer__stats_at_exit(void);
+
+struct sefer_stats;
+struct class_use;
+/* Every figure of struct sefer_stats now, one sample; classes: NULL or NBINS entries. */
+SEFER_INTERNAL void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes);
+/*
+ * The contract of the stats calls that take the caller's struct size (sefer_stats_get,
+ * sefer_heap_stats, sefer_pstats_get): the first size bytes of dst from a full struct of
+ * full_size, zeros past it; returns the bytes filled with figures. Header-only: persist's
+ * tool links without the core.
+ */
+static inline size_t stats_copy_out(void *dst, size_t size, const void *src, size_t full_size)
+{
+	size_t n = size < full_size ? size : full_size;
+
+	__builtin_memcpy(dst, src, n);
+	if (size > n)
+		__builtin_memset((char *)dst + n, 0, size - n);
+	return n;
+}
+
+/*
+ * Bytes and blocks in use, computed by walking the segment registry (core/inuse.c): no
+ * counter on the allocation paths. A block counts from its malloc until its free is taken
+ * back by the page's owner (a cross-thread free waits in the page until then).
+ */
+struct heap;
+
+struct class_use {
+	uint64_t spans, blocks, capacity; /* spans of the class, blocks in use, blocks they hold */
+};
+
+struct inuse {
+	struct heap *only;		      /* NULL: every heap; else this heap's blocks */
+	struct class_use *classes;	      /* NULL, or NBINS entries to add to */
+	uint64_t bytes, blocks;		      /* in use, small and large */
+	uint64_t large_blocks, large_bytes;   /* large blocks in use */
+	uint64_t small_segments, small_bytes; /* small segments, their bytes mapped */
+	uint64_t committed;		      /* only: bytes of its segments backed now */
+	uint64_t gen;			      /* per-heap sample generation (0: none) */
+};
+
+/* Fill *u (u->only and u->classes set by the caller, the rest zeroed here) from one walk. */
+SEFER_INTERNAL void sefer__inuse_walk(struct inuse *u);
+/* Process totals now; raise the process and per-heap peaks with them. */
+SEFER_INTERNAL void sefer__inuse_sample(struct inuse *u);
+/* A slow path that grew committed memory: sample when a new peak may have been reached. */
+SEFER_INTERNAL void sefer__inuse_grown(void);
+
+/* The process's own figures for the printout (core/procinfo.c); unknown ones are 0. */
+struct procinfo {
+	uint64_t pid;
+	char name[64]; /* the program's file name */
+	bool have_rss, have_cpu, have_elapsed;
+	uint64_t rss, rss_peak; /* bytes */
+	uint64_t cpu_user_ms, cpu_sys_ms, elapsed_ms;
+};
+
+SEFER_INTERNAL void sefer__procinfo_get(struct procinfo *p);
 
 #endif

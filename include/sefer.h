@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,7 +17,7 @@ extern "C" {
 
 /* The release; the shared library's SONAME is libsefer.so.SEFER_VERSION_MAJOR. */
 #define SEFER_VERSION_MAJOR 0
-#define SEFER_VERSION_MINOR 1
+#define SEFER_VERSION_MINOR 2
 #define SEFER_VERSION_PATCH 0
 
 /*
@@ -74,6 +75,12 @@ SEFER_API size_t sefer_max_alignment(void);
 /* Whether p lies in memory sefer manages (any pointer value is safe to ask about). */
 SEFER_API bool sefer_owns(const void *p);
 
+/*
+ * Process-wide statistics. The struct only grows at its end: a program passes the size it was
+ * built with (sizeof), the library fills the fields both know and zeroes the rest, so a
+ * program built against an older, smaller struct keeps working with a newer library, and a
+ * newer program on an older library reads zeros in the fields that library lacks.
+ */
 struct sefer_stats {
 	uint64_t mallocs;	  /* allocations of every kind (0 without CONFIG_STATS_CALLS) */
 	uint64_t frees;		  /* frees, local and cross-thread (likewise) */
@@ -89,12 +96,34 @@ struct sefer_stats {
 	uint64_t reclaimed;	  /* abandoned segments adopted by another thread */
 	uint64_t threads;	  /* heaps created (thread and first-class heaps' structs mapped) */
 	uint64_t heaps;		  /* first-class heaps (sefer_heap_new) alive now */
+	/* --- sefer 0.2 --- */
+	uint64_t in_use_bytes;	     /* usable bytes of the blocks allocated now (small + large) */
+	uint64_t in_use_blocks;	     /* blocks allocated now */
+	uint64_t in_use_peak_bytes;  /* highest in_use_bytes seen at a sample (sefer(3)) */
+	uint64_t in_use_peak_blocks; /* highest in_use_blocks seen at a sample */
+	uint64_t large_blocks;	     /* large blocks allocated now (part of in_use_blocks) */
+	uint64_t large_bytes;	     /* their usable bytes (part of in_use_bytes) */
+	uint64_t small_bytes;	     /* bytes of the small-block segments mapped now */
+	uint64_t purge_raises;	     /* times a heap's purge delay was raised */
+	uint64_t lock_yields;	     /* spinlock waiters that gave their CPU away */
 };
 
-/* Fill *st with process-wide counters (heaps of live and exited threads included). */
-SEFER_API void sefer_stats_get(struct sefer_stats *st);
-/* Print the stats summary on stderr (what SEFER_SHOW_STATS=1 prints at exit). */
-SEFER_API void sefer_stats_print(void);
+/*
+ * Fill the first `size` bytes of *st (size: sizeof the caller's struct sefer_stats): the
+ * fields this library knows, zeros past them. Returns how many bytes it filled with figures
+ * (at most size). A query walks every live segment (sefer(3): about 20 us per 100
+ * segments, whatever the number of threads).
+ */
+SEFER_API size_t sefer_stats_get(struct sefer_stats *st, size_t size);
+
+/* sefer_stats_print() flags */
+#define SEFER_STATS_CLASSES 1u /* add the per-size-class table (SEFER_SHOW_STATS=2) */
+#define SEFER_STATS_JSON 2u    /* one JSON object instead of the table (SEFER_SHOW_STATS=json) */
+/*
+ * Print the stats: the table SEFER_SHOW_STATS=1 prints at exit, or one JSON object. fp NULL
+ * writes to stderr without allocating; a FILE goes through stdio (which may allocate).
+ */
+SEFER_API void sefer_stats_print(FILE *fp, unsigned flags);
 
 /*
  * Return the calling thread's free memory: collect cross-thread frees, release empty pages
@@ -141,6 +170,42 @@ SEFER_API bool sefer_heap_visit(struct sefer_heap *h,
 				bool (*fn)(void *block, size_t usable, void *arg), void *arg);
 /* sefer_collect() for h: collect frees, release empty pages, purge (all with force). */
 SEFER_API void sefer_heap_collect(struct sefer_heap *h, bool force);
+
+/*
+ * One heap's figures, for a runtime that paces a collector on them. Grows at its end like
+ * struct sefer_stats (pass sizeof).
+ */
+struct sefer_heap_stats {
+	uint64_t in_use_bytes;	     /* usable bytes of h's blocks allocated now */
+	uint64_t in_use_blocks;	     /* h's blocks allocated now */
+	uint64_t in_use_peak_bytes;  /* highest in_use_bytes seen at a sample (sefer(3)) */
+	uint64_t in_use_peak_blocks; /* highest in_use_blocks seen at a sample */
+	uint64_t committed;	     /* bytes of h's small segments backed by memory, and its
+				      * large blocks' segments */
+	uint64_t segments;	     /* small segments h owns */
+	uint64_t large_blocks;	     /* large blocks of h allocated now */
+	uint64_t large_bytes;	     /* their usable bytes */
+};
+
+/*
+ * Fill the first size bytes of *st with h's figures, or with the calling thread's default
+ * heap's when h is NULL; returns the bytes filled with figures (0 and a misuse report when h
+ * is not a live heap). Any thread may ask about any live heap: the figures of a heap in use
+ * by another thread are a snapshot taken while it runs.
+ */
+SEFER_API size_t sefer_heap_stats(struct sefer_heap *h, struct sefer_heap_stats *st,
+				  size_t size);
+
+/*
+ * Moving a heap between threads (Documentation/heaps.rst). The owner calls release: the heap
+ * then belongs to no thread and may not be used (allocate, realloc, collect, visit) until a
+ * thread adopts it; its blocks stay valid and any thread may free them meanwhile, or destroy
+ * it. adopt makes the calling thread the owner of a released heap. Each returns false, and
+ * reports a misuse, when the heap is not in the state it needs (release: owned by the caller;
+ * adopt: released).
+ */
+SEFER_API bool sefer_heap_release(struct sefer_heap *h);
+SEFER_API bool sefer_heap_adopt(struct sefer_heap *h);
 
 /* "sefer MAJOR.MINOR.PATCH" of the library in use (which may be newer than this header). */
 SEFER_API const char *sefer_version(void);

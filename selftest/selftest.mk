@@ -322,6 +322,37 @@ check-fastpath: $(shared-lib)
 	$(Q)FASTPATH_EXTRA="$(if $(filter y,$(CONFIG_HEAPS)),sefer_heap_malloc)" \
 		bash $(srctree)/selftest/fastpath/check-fastpath.sh $(shared-lib)
 
+# ---- stats a program and a tool read: JSON against the struct, SEFER_SHOW_STATS, 0.1's ABI,
+# the cost of a query with 64 threads (selftest/stats/check-stats.sh; about 5 s)
+stats-dir := $(objtree)/selftest/stats
+stats-bins := $(stats-dir)/stats-json $(stats-dir)/oldabi $(stats-dir)/query-cost \
+	$(if $(filter y,$(CONFIG_PERSIST)),$(stats-dir)/pstats-size)
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-stats
+test-bins: $(stats-bins)
+endif
+$(stats-dir)/stats-json: $(srctree)/selftest/stats/stats_json.c $(shared-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/stats/stats-json
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
+$(stats-dir)/query-cost: $(srctree)/selftest/stats/query_cost.c $(shared-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/stats/query-cost
+	$(Q)$(CC) $(TEST_CFLAGS) -pthread -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
+$(stats-dir)/pstats-size: $(srctree)/selftest/stats/pstats_size.c $(shared-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/stats/pstats-size
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
+# linked against a stand-in for 0.1's unversioned libsefer.so.0, run against this one
+$(stats-dir)/oldabi: $(srctree)/selftest/stats/oldabi.c $(srctree)/selftest/stats/oldabi_stub.c
+	$(Q)mkdir -p $(dir $@)/stub
+	$(quiet) CC selftest/stats/oldabi
+	$(Q)$(CC) -shared -fPIC -Wl,-soname,$(SEFER_SONAME) -o $(dir $@)/stub/$(SEFER_SONAME) \
+		$(srctree)/selftest/stats/oldabi_stub.c
+	$(Q)$(CC) -O2 -o $@ $< -L$(dir $@)/stub -l:$(SEFER_SONAME)
+check-stats: $(stats-bins) $(shared-lib)
+	$(Q)bash $(srctree)/selftest/stats/check-stats.sh $(objtree) $(stats-dir)
+
 # ---- the benchmark runner's ratio rules (bench/test_run.py, under a second)
 check-targets += check-bench-harness
 check-bench-harness:

@@ -69,14 +69,26 @@ same "strings" "" $none $b/strings.lua 20
 same "table_churn" "" $none $b/table_churn.lua 20000
 same "teardown" "" $none $b/teardown.lua 20000
 same "teardown, SEFER_LUA_CLOSE=free" "SEFER_LUA_CLOSE=free" $none $b/teardown.lua 20000
+# the state made on the main thread and run on another, its heap released and adopted
+same "state moved to another thread" "SEFER_LUA_MOVE=1" $none stdlib.lua
+same "binary_trees, state moved" "SEFER_LUA_MOVE=1" $none $b/binary_trees.lua 8
+same "finalizers, state moved" "SEFER_LUA_MOVE=1" $none finalizers.lua
+same "runtime error, state moved" "SEFER_LUA_MOVE=1" $none error.lua
 echo "ok   $((n - fails)) of $n cases: sefer-lua and sefer-lua-libc match lua5.4" \
 	"(stdout, stderr, status)"
 
 if SEFER_SHOW_STATS=1 "$hosts/sefer-lua" stdlib.lua 2>"$work/stats" >/dev/null &&
-	grep -q 'stats:' "$work/stats"; then
-	echo "ok   SEFER_SHOW_STATS=1: $(grep -c 'stats:' "$work/stats") lines of sefer stats at exit"
+	grep -q '^sefer: stats of sefer-lua (pid [0-9]*)' "$work/stats"; then
+	echo "ok   SEFER_SHOW_STATS=1: $(grep -c '^sefer:' "$work/stats") lines of sefer stats at exit"
 else
 	bad "SEFER_SHOW_STATS=1 printed no stats: $(head -3 "$work/stats")"
+fi
+
+if SEFER_LUA_MOVE=1 "$hosts/sefer-lua" $b/binary_trees.lua 10 >/dev/null 2>"$work/move" &&
+	! grep -q "misuse" "$work/move"; then
+	echo "ok   SEFER_LUA_MOVE=1: binary_trees 10 ran on a second thread, its heap moved"
+else
+	bad "SEFER_LUA_MOVE=1: $(head -3 "$work/move")"
 fi
 
 # The names sefer.c gives external linkage when compiled alone (its API and internals): none

@@ -25,7 +25,10 @@
  * Environment: LUA_INIT_5_4 or LUA_INIT (a chunk, or @file) runs first, unless -E;
  * SEFER_LUA_CLOSE=free (above); SEFER_LUA_TIMES=1 prints the time lua_close (and the heap's
  * destroy) took and the peak RSS (VmHWM) on stderr; SEFER_SHOW_STATS=1 prints sefer's stats
- * at exit (sefer does, from a destructor).
+ * at exit (sefer does, from a destructor); SEFER_LUA_MOVE=1 creates the state on the main
+ * thread and runs it to completion on another one, its heap moved with it
+ * (sefer_heap_release, then sefer_heap_adopt: Documentation/heaps.rst), as an M:N runtime
+ * moves a state between its workers.
  */
 #ifndef SEFER_LUA_LIBC_ALLOC
 #define SEFER_STATIC_ALL
@@ -35,6 +38,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +114,21 @@ static double state_close(lua_State *L, double *destroy_ms)
 	*destroy_ms = host_clock_ms() - t1;
 	return t1 - t0;
 }
+
+/* SEFER_LUA_MOVE: the creating thread lets the state's heap go, the running one takes it. */
+static bool state_release(lua_State *L)
+{
+	void *ud;
+
+	return lua_getallocf(L, &ud) != heap_alloc || sefer_heap_release(ud);
+}
+
+static bool state_adopt(lua_State *L)
+{
+	void *ud;
+
+	return lua_getallocf(L, &ud) != heap_alloc || sefer_heap_adopt(ud);
+}
 #else
 static void *libc_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
@@ -134,6 +153,19 @@ static double state_close(lua_State *L, double *destroy_ms)
 	lua_close(L);
 	*destroy_ms = 0;
 	return host_clock_ms() - t0;
+}
+
+/* the C library's allocator serves any thread: nothing to move */
+static bool state_release(lua_State *L)
+{
+	(void)L;
+	return true;
+}
+
+static bool state_adopt(lua_State *L)
+{
+	(void)L;
+	return true;
 }
 #endif
 
@@ -437,36 +469,66 @@ static long peak_rss_kb(void)
 	return kb;
 }
 
+/* One state's life after lua_newstate: run everything, close. */
+struct run {
+	lua_State *L;
+	struct args *a;
+	struct warn_state *w;
+	bool moved; /* adopt the state's heap first (SEFER_LUA_MOVE) */
+	int status, ok;
+	double close_ms, destroy_ms;
+};
+
+static void *run_state(void *arg)
+{
+	struct run *r = arg;
+	lua_State *L = r->L;
+
+	if (r->moved && !state_adopt(L)) {
+		fprintf(stderr, "%s: cannot adopt the state's heap\n", progname);
+		return NULL;
+	}
+	lua_pushcfunction(L, host_main);
+	lua_pushlightuserdata(L, r->a);
+	lua_pushlightuserdata(L, r->w);
+	r->status = lua_pcall(L, 2, 1, 0);
+	r->ok = lua_toboolean(L, -1);
+	report(L, r->status);
+	r->close_ms = state_close(L, &r->destroy_ms);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = {.argc = argc, .argv = argv};
 	struct warn_state w = {0};
-	const char *times = getenv("SEFER_LUA_TIMES");
-	lua_State *L;
-	double close_ms, destroy_ms;
-	int status, ok;
+	const char *times = getenv("SEFER_LUA_TIMES"), *move = getenv("SEFER_LUA_MOVE");
+	struct run r = {.a = &a, .w = &w, .status = -1};
+	pthread_t worker;
 
 	if (argv[0] && argv[0][0])
 		progname = argv[0];
 	if (parse_args(&a) < 0)
 		return EXIT_FAILURE;
-	L = state_new();
-	if (!L) {
+	r.L = state_new();
+	if (!r.L) {
 		fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);
 		return EXIT_FAILURE;
 	}
-	lua_atpanic(L, panic);
-	lua_setwarnf(L, warn, &w);
-	lua_pushcfunction(L, host_main);
-	lua_pushlightuserdata(L, &a);
-	lua_pushlightuserdata(L, &w);
-	status = lua_pcall(L, 2, 1, 0);
-	ok = lua_toboolean(L, -1);
-	report(L, status);
-	close_ms = state_close(L, &destroy_ms);
+	lua_atpanic(r.L, panic);
+	lua_setwarnf(r.L, warn, &w);
+	r.moved = move && strcmp(move, "1") == 0;
+	if (!r.moved) {
+		run_state(&r);
+	} else if (!state_release(r.L) || pthread_create(&worker, NULL, run_state, &r) ||
+		   pthread_join(worker, NULL)) {
+		fprintf(stderr, "%s: cannot move the state to another thread\n", progname);
+		return EXIT_FAILURE;
+	}
 	if (times && strcmp(times, "1") == 0)
 		fprintf(stderr,
 			"%s: close %.3f ms (lua_close %.3f, heap destroy %.3f), peak RSS %ld KiB\n",
-			progname, close_ms + destroy_ms, close_ms, destroy_ms, peak_rss_kb());
-	return ok && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
+			progname, r.close_ms + r.destroy_ms, r.close_ms, r.destroy_ms,
+			peak_rss_kb());
+	return r.ok && r.status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -142,6 +142,8 @@ SEFER_API int sefer_psync(struct sefer_pstore *h);
 SEFER_API int sefer_pcompact(struct sefer_pstore *h, uint64_t *merged, uint64_t *trimmed);
 
 SEFER_API int sefer_pstats(struct sefer_pstore *h, struct sefer_pstats *st);
+/* The same into the first size bytes of *st (pass sizeof): the struct grows at its end. */
+SEFER_API int sefer_pstats_get(struct sefer_pstore *h, struct sefer_pstats *st, size_t size);
 /* fsck: walk the whole arena and every free list. Returns 0 when consistent. */
 SEFER_API int sefer_pverify(struct sefer_pstore *h, struct sefer_pverify *v);
 

@@ -34,6 +34,10 @@ run "$lib" all 0 "" "$work/malloc_info.xml"
 r = E.parse(sys.argv[1]).getroot()
 assert r.tag == "malloc" and r.get("version") == "1"
 assert r.find("heap").get("nr") == "0" and r.find("heap/sizes") is not None
+sizes = r.findall("heap/sizes/size")
+assert sizes, "no <size> under <sizes>"
+for z in sizes:  # a size class: its free blocks, count * block size bytes
+    assert int(z.get("from")) <= int(z.get("to")) and int(z.get("count")) * int(z.get("to")) == int(z.get("total")), z.attrib
 kinds = {(t.tag, t.get("type")) for t in r}
 for k in (("total", "fast"), ("total", "rest"), ("total", "mmap"), ("system", "current"),
           ("system", "max"), ("aspace", "total"), ("aspace", "mprotect")):

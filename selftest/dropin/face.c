@@ -213,20 +213,24 @@ static void opt(void)
 	CHECK(mallopt(SEFER_M_PURGE_DELAY_MS, -1) == 0, "negative delay accepted");
 	CHECK(mallopt(M_PURGE, 0) == 1, "M_PURGE");
 
-	/* M_TRIM_THRESHOLD 0: empty pages purged as they empty, visible as fordblks */
+	/* M_TRIM_THRESHOLD 0: empty pages purged as they empty: arena (committed) shrinks, and
+	 * uordblks (in use) drops by what was freed */
 	CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1, "M_TRIM_THRESHOLD");
 	static void *v[20000];
 
 	for (int i = 0; i < 20000; i++)
 		memset(v[i] = malloc(1024), 1, 1024);
 	size_t full = rss();
+	struct mallinfo2 at_full = mallinfo2();
 
 	for (int i = 0; i < 20000; i++)
 		free(v[i]);
 	struct mallinfo2 mi = mallinfo2();
 
-	CHECK(mi.fordblks >= ((size_t)8 << 20), "fordblks %zu after freeing 20 MB with delay 0",
-	      mi.fordblks);
+	CHECK(at_full.arena >= mi.arena + ((size_t)8 << 20),
+	      "arena %zu -> %zu after freeing 20 MB with delay 0", at_full.arena, mi.arena);
+	CHECK(at_full.uordblks >= mi.uordblks + 20000 * 1024, "uordblks %zu -> %zu",
+	      at_full.uordblks, mi.uordblks);
 	CHECK(rss() + ((size_t)8 << 20) < full, "RSS %zu -> %zu", full, rss());
 	CHECK(mallopt(M_TRIM_THRESHOLD, 128 * 1024) == 1, "M_TRIM_THRESHOLD back");
 	CHECK(mallopt(SEFER_M_PURGE_DELAY_MS, 10) == 1, "SEFER_M_PURGE_DELAY_MS");

@@ -325,10 +325,10 @@ START_TEST(thread_exit_via_fls)
 {
 	struct sefer_stats st0, st1;
 
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (int i = 0; i < 100; i++)
 		run_thread(churn, NULL);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_STATS))
 		ck_assert_msg(st1.threads - st0.threads <= 2,
 			      "%llu heaps for 100 sequential threads",

@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	size_t problems = sefer_check_heap();
 	struct sefer_stats st;
 
-	sefer_stats_get(&st);
+	sefer_stats_get(&st, sizeof(st));
 	printf("stress: %u threads x %lu ops x %u generations: handed %ld, errors %ld, heap "
 	       "problems %zu, xthread frees %llu, reclaimed %llu\n",
 	       nthreads, ops, gens, atomic_load(&handed), atomic_load(&errors), problems,

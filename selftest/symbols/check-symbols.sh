@@ -68,7 +68,12 @@ fake=$(echo sefer__page_find | judge fake hidden)
 
 # ---- the configurations
 globals() { nm -g --defined-only "$1" | awk 'NF == 3 { print $3 }'; }
-dynamic() { nm -D --defined-only "$1" | awk 'NF == 3 { print $3 }'; }
+# libsefer.so versions its stats calls (core/libsefer.map): a name is judged without its
+# @VERSION, and the version nodes themselves (absolute symbols SEFER_0.1 ...) are no code.
+dynamic() {
+	nm -D --defined-only "$1" | awk 'NF == 3 && $2 != "A" { sub(/@.*/, "", $3); print $3 }' |
+		sort -u
+}
 
 # verdict CONFIG ARTEFACT-NAME INTERNAL: the nm listing on stdin (not from a pipe: bad()
 # counts in this shell)

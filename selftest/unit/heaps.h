@@ -30,5 +30,7 @@ void expect_visit(struct sefer_heap *h, void **want, size_t n);
 size_t live_heaps(void);
 /* Add test_heaps_threads.c's tests to the suite's test case. */
 void heaps_add_thread_tests(TCase *tc);
+/* Add test_heaps_move.c's tests (hand-off between threads, sefer_heap_stats). */
+void heaps_add_move_tests(TCase *tc);
 
 #endif

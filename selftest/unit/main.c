@@ -22,6 +22,7 @@ static const struct {
 	{ "pages", pages_suite },	{ "generations", generations_suite },
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
+	{ "stats", stats_suite },
 	SEFER_POLICY_TESTS(POLICY_SUITE)
 };
 

@@ -488,14 +488,14 @@ START_TEST(reuse_after_free)
 
 	for (int i = 0; i < 256; i++)
 		p[i] = sefer_malloc(48);
-	sefer_stats_get(&before);
+	sefer_stats_get(&before, sizeof(before));
 	for (int r = 0; r < 10000; r++) {
 		int k = (r * 131) % 256;
 
 		sefer_free(p[k]);
 		p[k] = sefer_malloc(48);
 	}
-	sefer_stats_get(&after);
+	sefer_stats_get(&after, sizeof(after));
 	ck_assert_uint_eq(after.segments_peak, before.segments_peak); /* both 0 without stats */
 	for (int i = 0; i < 256; i++)
 		sefer_free(p[i]);
@@ -509,14 +509,14 @@ START_TEST(call_counters)
 	void *p[64];
 
 	sefer_free(sefer_malloc(48)); /* this thread has a heap */
-	sefer_stats_get(&before);
+	sefer_stats_get(&before, sizeof(before));
 	for (int r = 0; r < 100; r++) {
 		for (int i = 0; i < 64; i++)
 			p[i] = sefer_malloc(16 + (size_t)i * 8);
 		for (int i = 0; i < 64; i++)
 			sefer_free(p[i]);
 	}
-	sefer_stats_get(&after);
+	sefer_stats_get(&after, sizeof(after));
 	if (IS_ENABLED(CONFIG_STATS_CALLS)) {
 		ck_assert_uint_eq(after.mallocs - before.mallocs, 6400);
 		ck_assert_uint_eq(after.frees - before.frees, 6400);

@@ -46,7 +46,7 @@ static struct sefer_stats stats(void)
 {
 	struct sefer_stats st;
 
-	sefer_stats_get(&st);
+	sefer_stats_get(&st, sizeof(st));
 	return st;
 }
 

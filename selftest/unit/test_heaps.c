@@ -68,7 +68,7 @@ size_t live_heaps(void)
 {
 	struct sefer_stats st;
 
-	sefer_stats_get(&st);
+	sefer_stats_get(&st, sizeof(st));
 	return st.heaps;
 }
 
@@ -112,10 +112,10 @@ START_TEST(owner_frees_are_local)
 
 	for (int i = 0; i < 1000; i++)
 		p[i] = sefer_heap_malloc(h, 48);
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (int i = 0; i < 1000; i++)
 		sefer_free(p[i]);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_STATS))
 		ck_assert_uint_eq(st1.xthread_frees, st0.xthread_frees);
 	/* and the blocks are reused by the next allocations from h */
@@ -388,9 +388,9 @@ START_TEST(visit_fn_may_free)
 		ck_assert_ptr_nonnull(sefer_heap_malloc(h, (size_t)(i % 40) * 30 + 1));
 	for (int i = 0; i < 5; i++)
 		ck_assert_ptr_nonnull(sefer_heap_malloc(h, LARGE));
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	ck_assert(sefer_heap_visit(h, free_it, &n));
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	ck_assert_uint_eq(n, 505);
 	/* the owner's small frees during the walk went the cross-thread way (pages unchanged) */
 	if (IS_ENABLED(CONFIG_STATS))
@@ -409,11 +409,11 @@ START_TEST(collect_gives_back)
 
 	for (int i = 0; i < 20000; i++)
 		p[i] = sefer_heap_malloc(h, 512);
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (int i = 0; i < 20000; i++)
 		sefer_free(p[i]);
 	sefer_heap_collect(h, true);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	expect_visit(h, NULL, 0);
 	/* 10 MB of blocks freed: the pages went back (purged or unmapped) */
 	if (IS_ENABLED(CONFIG_STATS) && IS_ENABLED(CONFIG_DECOMMIT))
@@ -438,9 +438,9 @@ START_TEST(large_cache_per_heap)
 		ck_assert_ptr_eq(b, a);
 	sefer_free(b);
 	expect_visit(h, NULL, 0);
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	sefer_heap_destroy(h);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) && IS_ENABLED(CONFIG_STATS))
 		ck_assert_uint_eq(st1.segments + 1, st0.segments);
 }
@@ -463,6 +463,7 @@ Suite *heaps_suite(void)
 	tcase_add_test(tc, collect_gives_back);
 	tcase_add_test(tc, large_cache_per_heap);
 	heaps_add_thread_tests(tc);
+	heaps_add_move_tests(tc);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

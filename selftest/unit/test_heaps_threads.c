@@ -72,10 +72,10 @@ START_TEST(destroy_forgets_cached_segments)
 	for (size_t i = 0; i < RECYCLE; i += 97)
 		for (size_t k = 0; k < nsegs; k++)
 			shared += (uintptr_t)recycled[i] >> SEGMENT_SHIFT == segs[k];
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (size_t i = 0; i < RECYCLE; i++)
 		sefer_free(recycled[i]);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_STATS))
 		ck_assert_uint_eq(st1.xthread_frees - st0.xthread_frees, RECYCLE);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
@@ -111,7 +111,7 @@ static void xthread_then_destroy(bool collect_first)
 	pthread_t t[T];
 	struct xfree x[T];
 
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (size_t i = 0; i < N; i++)
 		p[i] = sefer_heap_malloc(h, i % 7 == 0 ? LARGE : 16 + (i % 50) * 16);
 	/* threads free the first 3/4; the owner keeps the rest live */
@@ -129,7 +129,7 @@ static void xthread_then_destroy(bool collect_first)
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_heap_destroy(h);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_STATS)) {
 		ck_assert_uint_ge(st1.xthread_frees - st0.xthread_frees, 3 * N / 4 * 6 / 7 - 10);
 		/* the heap's segments went to the spares or the OS: at most a few stay mapped */
@@ -223,7 +223,7 @@ START_TEST(bounded_over_rounds)
 	uint64_t max_segments = 0, max_committed = 0, base;
 	enum { ROUNDS = 2000 };
 
-	sefer_stats_get(&st);
+	sefer_stats_get(&st, sizeof(st));
 	base = st.committed;
 	uint64_t heaps0 = st.heaps;
 
@@ -238,7 +238,7 @@ START_TEST(bounded_over_rounds)
 		if (r % 4 == 0)
 			ck_assert_ptr_nonnull(sefer_heap_malloc(h, LARGE + (size_t)r * 64));
 		sefer_heap_destroy(h);
-		sefer_stats_get(&st);
+		sefer_stats_get(&st, sizeof(st));
 		if (st.segments > max_segments)
 			max_segments = st.segments;
 		if (st.committed > max_committed)

@@ -206,7 +206,8 @@ START_TEST(env_messages)
 				"number)"), "%s", m);
 	ck_assert_uint_eq(sefer__opt.purge_delay_ms, was);
 	m = apply_env("SHOW_STATS", "maybe", &rc);
-	ck_assert_msg(strstr(m, "(expected 1, 0, yes, no, true, false, on or off)"), "%s", m);
+	ck_assert_msg(strstr(m, "(expected 0, 1, 2 or json (yes, true, on: 1; no, false, off: 0))"),
+		      "%s", m);
 	m = apply_env("ON_ERROR", "maybe", &rc);
 	ck_assert_msg(strstr(m, "(expected abort or warn)"), "%s", m);
 	m = apply_env("CALLOC_PREFAULT", "17179869184G", &rc);

@@ -57,7 +57,7 @@ START_TEST(producer_consumer_bounded)
 
 	memset(&r, 0, sizeof(r));
 	pthread_create(&t, NULL, consumer, &r);
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (size_t i = 0; i < 4000000; i++) {
 		uint8_t *p = sefer_malloc(16 + (i % 8) * 48);
 
@@ -69,7 +69,7 @@ START_TEST(producer_consumer_bounded)
 	atomic_store(&r.stop, 1);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(atomic_load(&r.bad), 0);
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	/* 4M blocks of up to 400 B (~1 GB in total) passed through; at most RING live at once. */
 	ck_assert_msg(rss_bytes() < rss0 + ((size_t)32 << 20), "RSS grew from %zu to %zu", rss0,
 		      rss_bytes());
@@ -116,7 +116,7 @@ START_TEST(exit_while_others_free)
 				sefer_free(p); /* abandoned: a cross-thread free, reclaimed later */
 			}
 	}
-	sefer_stats_get(&st);
+	sefer_stats_get(&st, sizeof(st));
 	if (IS_ENABLED(CONFIG_STATS))
 		ck_assert_uint_gt(st.reclaimed, 0);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
@@ -136,7 +136,7 @@ START_TEST(many_short_threads)
 	/* Heaps of exited threads are pooled: 500 threads do not mean 500 heaps. */
 	struct sefer_stats st0, st1;
 
-	sefer_stats_get(&st0);
+	sefer_stats_get(&st0, sizeof(st0));
 	for (int i = 0; i < 250; i++) {
 		pthread_t a, b;
 
@@ -145,7 +145,7 @@ START_TEST(many_short_threads)
 		pthread_join(a, NULL);
 		pthread_join(b, NULL);
 	}
-	sefer_stats_get(&st1);
+	sefer_stats_get(&st1, sizeof(st1));
 	if (IS_ENABLED(CONFIG_STATS)) {
 		ck_assert_uint_le(st1.threads - st0.threads, 4);
 		ck_assert_uint_le(st1.segments, st0.segments + 4);

@@ -26,6 +26,7 @@ Suite *hardening_suite(void);
 Suite *heaps_suite(void);
 Suite *os_suite(void);
 Suite *remap_undo_suite(void);
+Suite *stats_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -101,5 +102,7 @@ extern const char *unit_self_path;
 int child_main(const char *mode);
 /* The hardening suite's child modes (test_hardening.c); -1 for a mode it does not know. */
 int hardening_child(const char *mode);
+/* The heap hand-off misuse children (test_heaps_move.c); -1 for a mode it does not know. */
+int heaps_move_child(const char *mode);
 
 #endif

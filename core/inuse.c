@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bytes and blocks in use, counted when someone asks: no counter on the allocation paths.
+ *
+ * A small span's descriptor already counts its blocks handed out (page->used, segment.h), so
+ * the blocks in use are the sum of used over every span of every live segment, and their bytes
+ * used * block_size; a large segment holds one block, in use while large_live is set. The walk
+ * goes through the segment registry (core/sync.h) inside one read-side critical section, so no
+ * segment it reads is unmapped under it. A span of another thread's heap changes while it is
+ * read: each field is read once, relaxed, and the sum is a snapshot of a moving heap, exact
+ * for a heap that does not run meanwhile.
+ *
+ * What counts as in use: a block from its malloc until its free reaches its page's count: a
+ * local free at once, a free from another thread when the owner collects it (it waits on the
+ * page's cross-thread list until then), a block a policy keeps (fastbin) when the policy gives
+ * it back. Bytes are usable bytes: the block size of the size class, the large block's size.
+ *
+ * Peaks are sampled, not tracked: in_use_peak_* is the highest total seen at a sample, taken
+ * at every stats query (sefer_stats_get, sefer_heap_stats, mallinfo2, the printers) and on the
+ * slow paths that grow committed memory (a new small segment mapped, a large block handed
+ * out) once committed has grown by a sixteenth (at least a segment) since the last such
+ * sample. So the peak never exceeds the true one, and misses at most what was allocated since
+ * the last sample; committed_peak bounds it from above. One walk also feeds every heap's peak: each
+ * segment's figures are added to its owner's running sum for that sample, tagged with the
+ * sample's generation, and folded into the heap's peak at the end (a concurrent sample of
+ * another generation restarts the sum: a lower figure, never a higher one).
+ *
+ * Cost: a walk reads the descriptors of every span (up to PAGES_PER_SEGMENT per segment) and
+ * the header of every large segment: about 20 us per 100 segments, read from other threads'
+ * caches (selftest/stats/query_cost.c; sefer(3)).
+ */
+#include "core/heap.h"
+#include "core/stats.h"
+#include "core/sync.h"
+
+/*
+ * One load of a field the owner writes with plain stores: volatile, so the compiler reads it
+ * once; the walk's functions are left out of ThreadSanitizer's instrumentation (a snapshot
+ * of a running heap is what is asked for: the race is by design).
+ */
+#define INUSE_READ(x) (*(volatile __typeof__(x) *)&(x))
+#define INUSE_RACY __attribute__((no_sanitize("thread")))
+
+#define INUSE_GEN_SHIFT 48
+#define INUSE_SUM_MASK	(((uint64_t)1 << INUSE_GEN_SHIFT) - 1)
+
+static _Atomic(uint64_t) inuse_sample_gen;
+
+static bool inuse_is_heap(const struct heap *h)
+{
+	return (uintptr_t)h > (uintptr_t)HELD_OWNER;
+}
+
+/* Add v to a heap's running sum of sample gen (a sum of another generation starts again). */
+static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(sum, memory_order_relaxed), new;
+
+	do
+		new = gen << INUSE_GEN_SHIFT |
+		      (((old >> INUSE_GEN_SHIFT == gen ? old : 0) + v) & INUSE_SUM_MASK);
+	while (!atomic_compare_exchange_weak_explicit(sum, &old, new, memory_order_relaxed,
+						      memory_order_relaxed));
+}
+
+INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
+{
+	uint64_t bytes = 0, blocks = 0;
+
+	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;) {
+		struct page *pg = &seg->pages[idx];
+		unsigned span = INUSE_READ(pg->span);
+		uint32_t used, cap;
+		unsigned bin;
+
+		if (!span) {
+			idx++;
+			continue;
+		}
+		used = INUSE_READ(pg->used);
+		cap = INUSE_READ(pg->capacity);
+		bin = INUSE_READ(pg->bin);
+		if (used > cap) /* a descriptor caught while it was set up for another span */
+			used = cap;
+		bytes += (uint64_t)used * INUSE_READ(pg->block_size);
+		blocks += used;
+		if (u->classes && bin < NBINS) {
+			u->classes[bin].spans++;
+			u->classes[bin].blocks += used;
+			u->classes[bin].capacity += cap;
+		}
+		idx += span;
+	}
+	u->bytes += bytes;
+	u->blocks += blocks;
+	u->small_segments++;
+	u->small_bytes += seg->size;
+	if (u->only)
+		u->committed +=
+			seg->size - ((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
+				     << SPAGE_SHIFT);
+	if (u->gen && inuse_is_heap(owner)) {
+		inuse_sample_add(&owner->stats.sample_bytes, u->gen, bytes);
+		inuse_sample_add(&owner->stats.sample_blocks, u->gen, blocks);
+	}
+}
+
+INUSE_RACY static void inuse_large(struct inuse *u, struct segment *seg)
+{
+	struct heap *heap = INUSE_READ(seg->large_heap);
+	uint64_t size = INUSE_READ(seg->large_size);
+
+	u->bytes += size;
+	u->blocks++;
+	u->large_blocks++;
+	u->large_bytes += size;
+	if (u->only)
+		u->committed += seg->size;
+	if (u->gen && inuse_is_heap(heap)) {
+		inuse_sample_add(&heap->stats.sample_bytes, u->gen, size);
+		inuse_sample_add(&heap->stats.sample_blocks, u->gen, 1);
+	}
+}
+
+INUSE_RACY static void inuse_segment(struct sync_node *n, void *arg)
+{
+	struct inuse *u = arg;
+	struct segment *seg =
+		(struct segment *)((uint8_t *)n - __builtin_offsetof(struct segment, reg));
+
+	if (seg->kind == SEG_SMALL) {
+		struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
+
+		if (!u->only || owner == u->only)
+			inuse_small(u, seg, owner);
+	} else if (seg->kind == SEG_LARGE &&
+		   atomic_load_explicit(&seg->large_live, memory_order_relaxed) &&
+		   (!u->only || INUSE_READ(seg->large_heap) == u->only)) {
+		inuse_large(u, seg);
+	}
+}
+
+void sefer__inuse_walk(struct inuse *u)
+{
+	struct heap *only = u->only;
+	struct class_use *classes = u->classes;
+	uint64_t gen = u->gen;
+
+	__builtin_memset(u, 0, sizeof(*u));
+	u->only = only;
+	u->classes = classes;
+	u->gen = gen;
+	sefer__sync_registry_walk(inuse_segment, u);
+}
+
+static void inuse_fold_heap(struct heap *h, void *arg)
+{
+	uint64_t gen = *(uint64_t *)arg;
+	uint64_t b = atomic_load_explicit(&h->stats.sample_bytes, memory_order_relaxed);
+	uint64_t n = atomic_load_explicit(&h->stats.sample_blocks, memory_order_relaxed);
+
+	if (b >> INUSE_GEN_SHIFT == gen)
+		inuse_peak_raise(&h->stats.peak_bytes, b & INUSE_SUM_MASK);
+	if (n >> INUSE_GEN_SHIFT == gen)
+		inuse_peak_raise(&h->stats.peak_blocks, n & INUSE_SUM_MASK);
+}
+
+void sefer__inuse_sample(struct inuse *u)
+{
+	/* generations 1..65535: 0 marks a walk that feeds no heap's peak */
+	uint64_t gen =
+		atomic_fetch_add_explicit(&inuse_sample_gen, 1, memory_order_relaxed) % 0xffff + 1;
+
+	u->only = NULL;
+	u->gen = gen;
+	sefer__inuse_walk(u);
+	if (!IS_ENABLED(CONFIG_STATS))
+		return;
+	stat_max(&sefer__gstats.inuse_peak_bytes, (long long)u->bytes);
+	stat_max(&sefer__gstats.inuse_peak_blocks, (long long)u->blocks);
+	sefer__heap_visit_all(inuse_fold_heap, &gen);
+}
+
+void sefer__inuse_grown(void)
+{
+	long long committed, last;
+	struct inuse u = {0};
+
+	if (!IS_ENABLED(CONFIG_STATS))
+		return;
+	committed = atomic_load_explicit(&sefer__gstats.committed, memory_order_relaxed);
+	last = atomic_load_explicit(&sefer__gstats.sampled_committed, memory_order_relaxed);
+	/* no new peak possible: in use never exceeds committed */
+	if (committed <=
+	    atomic_load_explicit(&sefer__gstats.inuse_peak_bytes, memory_order_relaxed))
+		return;
+	if (committed < last) { /* shrank since: count the next sixteenth from here */
+		atomic_compare_exchange_strong_explicit(&sefer__gstats.sampled_committed, &last,
+							committed, memory_order_relaxed,
+							memory_order_relaxed);
+		return;
+	}
+	if (committed - last <
+	    (last / 16 > (long long)SEGMENT_SIZE ? last / 16 : (long long)SEGMENT_SIZE))
+		return;
+	/* one sampler per step; the others go on */
+	if (!atomic_compare_exchange_strong_explicit(&sefer__gstats.sampled_committed, &last,
+						     committed, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	sefer__inuse_sample(&u);
+}
