@@ -36,6 +36,9 @@ static struct {
 	atomic_uint_fast64_t injected[FAULT_OPS];
 } attr = { .interval = 1, .times = FAULT_TIMES_UNLIMITED, .seed = 1 };
 
+/* faults injected into this thread's calls (initial-exec: as sefer__heap, core/heap.c) */
+static __thread uint64_t injected_here __attribute__((tls_model("initial-exec")));
+
 static uint64_t mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
@@ -83,6 +86,7 @@ static bool should_fail(enum fault_op op, const void *addr, size_t size)
 	if (!take_time())
 		return false;
 	atomic_fetch_add_explicit(&attr.injected[op], 1, memory_order_relaxed);
+	injected_here++;
 	if (sefer__opt.verbose)
 		sefer__message("fault injection: %s of %zu bytes at %p failed (call %llu)",
 			      op_names[op], size, addr, (unsigned long long)n);
@@ -159,6 +163,11 @@ uint64_t sefer__fault_injected_total(void)
 	for (int op = 0; op < FAULT_OPS; op++)
 		n += sefer__fault_injected((enum fault_op)op);
 	return n;
+}
+
+uint64_t sefer__fault_injected_thread(void)
+{
+	return injected_here;
 }
 
 const char *sefer__fault_op_name(enum fault_op op)

@@ -40,6 +40,8 @@ SEFER_INTERNAL uint64_t sefer__fault_injected(enum fault_op op);
 SEFER_INTERNAL uint64_t sefer__fault_calls(enum fault_op op);
 /* Faults injected into every op so far. */
 SEFER_INTERNAL uint64_t sefer__fault_injected_total(void);
+/* Faults injected so far into the calling thread's calls (a test's "did my call meet one"). */
+SEFER_INTERNAL uint64_t sefer__fault_injected_thread(void);
 /* The op's name in SEFER_FAIL_OPS ("map", "purge", ...). */
 SEFER_INTERNAL const char *sefer__fault_op_name(enum fault_op op);
 /* One line per op armed or hit: "fault injection: map 12 of 40 calls failed, ..." */

@@ -260,6 +260,41 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
 	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
 
+# ---- fault injection (CONFIG_FAULT_INJECTION, core/fault.c, Documentation/debugging.rst):
+# this configuration built again in $(objtree)/cfg-faults with the option, and in
+# cfg-faults-guard with guard pages as well (their protect calls; without guard pages the
+# large blocks' remap runs instead). check-unit-faults: the fault suite (one test per OS op,
+# selftest/unit/test_fault.c) in both. check-stress-faults: the stress test in both with
+# fault-env (every op the core calls fails at random, 10% of the calls), where an allocation may
+# only fail with NULL and ENOMEM under an injected fault, a failed realloc keeps its block, and
+# sefer_check_heap() is clean at the end; it prints the faults and outcomes. Budgets: 60 s each
+# (the builds about 40 s of it, shared by the two groups).
+fault-configs := faults faults-guard
+fault-config-faults := FAULT_INJECTION=y
+fault-config-faults-guard := FAULT_INJECTION=y GUARD_PAGES=y
+fault-env := SEFER_FAIL_OPS=all SEFER_FAIL_PROBABILITY=10 SEFER_FAIL_SEED=45
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-unit-faults check-stress-faults
+endif
+fault-builds:
+	+$(Q)for c in $(fault-configs); do \
+		d=$(objtree)/cfg-$$c; mkdir -p $$d; \
+		case $$c in faults) set="$(fault-config-faults)";; \
+			*) set="$(fault-config-faults-guard)";; esac; \
+		KCONFIG_CONFIG=$$d/.config.new $(KCONFIG) set $(KCONFIG_CONFIG) $$set >/dev/null && \
+		{ cmp -s $$d/.config.new $$d/.config || mv $$d/.config.new $$d/.config; } && \
+		rm -f $$d/.config.new && \
+		$(MAKE) -f $(srctree)/Makefile O=$$d $$d/selftest/unit/sefer-unit \
+			$$d/selftest/stress/stress >/dev/null || exit 1; \
+	done
+check-unit-faults: fault-builds
+	$(Q)for c in $(fault-configs); do echo "cfg-$$c:"; \
+		CK_RUN_SUITE=fault $(objtree)/cfg-$$c/selftest/unit/sefer-unit || exit 1; done
+check-stress-faults: fault-builds
+	$(Q)for c in $(fault-configs); do echo "cfg-$$c:"; \
+		$(fault-env) $(objtree)/cfg-$$c/selftest/stress/stress 4 30000 2 || exit 1; done
+.PHONY: fault-builds
+
 # ---- options compose (selftest/randconfig/check-randconfig.sh): configurations of the host's
 # backend, -Werror, the unit suite and a short stress test on each. check-randconfig: N random
 # ones (default 4; N=k on the command line), gcc and clang alternating, KCONFIG_SEED=s starts

@@ -9,7 +9,7 @@
  *             first-class heaps (CONFIG_HEAPS), heap number a % NHEAPS, made on first use:
  *             10 sefer_heap_malloc, 11 _calloc, 12 _realloc (the block moves into that heap),
  *             13 _aligned_alloc, 14 sefer_heap_destroy (every slot of the heap is checked,
- *             then dropped without a free), 15 sefer_heap_visit, which must report exactly
+ *             and the heap visited as in 15, then dropped without a free), 15 sefer_heap_visit, which must report exactly
  *             the slots of that heap, then sefer_heap_collect (forced when b is odd);
  *             An op byte of 0xf0 or more with op % 16 at most 8 runs that call on a second
  *             thread, the helper, while this one waits (one thread at a time: the input stays
@@ -349,10 +349,26 @@ static struct sefer_heap *heap_at(int hi)
 	return heaps[hi];
 }
 
+/* sefer_heap_visit must report exactly the live slots of heap hi: none lost, none extra. */
+static void visit_check(int hi)
+{
+	struct visit_seen v = { hi, 0 };
+	size_t want = 0;
+
+	for (int i = 0; i < NSLOTS; i++)
+		want += slots[i].p && slots[i].heap == hi;
+	if (!sefer_heap_visit(heaps[hi], visited, &v) || v.seen != want) {
+		fprintf(stderr, "malloc-fuzz: visit of heap %d saw %zu blocks of %zu\n", hi,
+			v.seen, want);
+		abort();
+	}
+}
+
 static void heap_destroy(int hi)
 {
 	if (!heaps[hi])
 		return;
+	visit_check(hi);
 	for (int i = 0; i < NSLOTS; i++) {
 		if (slots[i].p && slots[i].heap == hi) {
 			verify(&slots[i], slots[i].n, 0);
@@ -369,9 +385,8 @@ static void heap_destroy(int hi)
 static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t n, unsigned k)
 {
 	int hi = a % NHEAPS;
-	struct visit_seen v = { hi, 0 };
 	struct sefer_heap *h = NULL;
-	size_t want = 0, align;
+	size_t align;
 	void *p;
 
 	if (op <= 13 && !(h = heap_at(hi)))
@@ -430,13 +445,7 @@ static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t 
 	case 15:
 		if (!heaps[hi])
 			return;
-		for (int i = 0; i < NSLOTS; i++)
-			want += slots[i].p && slots[i].heap == hi;
-		if (!sefer_heap_visit(heaps[hi], visited, &v) || v.seen != want) {
-			fprintf(stderr, "malloc-fuzz: visit of heap %d saw %zu blocks of %zu\n", hi,
-				v.seen, want);
-			abort();
-		}
+		visit_check(hi);
 		sefer_heap_collect(heaps[hi], b & 1);
 		return;
 	}

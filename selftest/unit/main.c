@@ -22,6 +22,7 @@ static const struct {
 	{ "pages", pages_suite },	{ "generations", generations_suite },
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
+	{ "fault", fault_suite },
 	SEFER_POLICY_TESTS(POLICY_SUITE)
 };
 
@@ -31,8 +32,11 @@ int main(int argc, char **argv)
 	int failed;
 
 	unit_self_path = argv[0];
-	if (argc == 3 && !strcmp(argv[1], "--child"))
-		return child_main(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--child")) {
+		int rc = fault_child(argv[2]);
+
+		return rc >= 0 ? rc : child_main(argv[2]);
+	}
 	sr = srunner_create(NULL);
 	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
 		const char *skip = getenv("SEFER_TEST_SKIP");
