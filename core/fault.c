@@ -275,18 +275,18 @@ static void fault_init(struct sefer_os_info *info)
 {
 	sefer__os = sefer__os_backend;
 	sefer__os.init = fault_init;
-	if (sefer__os.reserve)
-		sefer__os.reserve = fault_reserve;
-	if (sefer__os.remap)
-		sefer__os.remap = fault_remap;
-	if (sefer__os.purge)
-		sefer__os.purge = fault_purge;
-	if (sefer__os.protect)
-		sefer__os.protect = fault_protect;
-	if (sefer__os.populate)
-		sefer__os.populate = fault_populate;
-	if (sefer__os.bind_node)
-		sefer__os.bind_node = fault_bind_node;
+#define WRAP(slot)                                                                          \
+	do {                                                                                 \
+		if (sefer__os.slot) /* a NULL slot stays NULL: "not supported" */           \
+			sefer__os.slot = fault_##slot;                                       \
+	} while (0)
+	WRAP(reserve);
+	WRAP(remap);
+	WRAP(purge);
+	WRAP(protect);
+	WRAP(populate);
+	WRAP(bind_node);
+#undef WRAP
 	sefer__os_backend.init(info);
 	fault_options();
 }

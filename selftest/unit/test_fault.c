@@ -84,27 +84,34 @@ static uint64_t segments_now(void)
 	return st.segments;
 }
 
-/* A large block's segment cannot be mapped: NULL, ENOMEM, nothing left mapped; then it can. */
-START_TEST(map_large_block)
+/*
+ * A large block whose segment cannot be mapped (map), or whose guard page cannot be set
+ * (protect): NULL, ENOMEM, no segment left mapped; the next call, the one fault spent, works.
+ */
+static void large_block_fails(enum fault_op op, size_t n, unsigned tag)
 {
-	size_t n = 40 * MiB + 12345;
 	uint64_t segs;
 	uint8_t *p;
 
-	arm(1u << FAULT_MAP, 1);
+	arm(1u << op, 1);
 	segs = segments_now();
 	errno = 0;
 	p = sefer_malloc(n);
 	ck_assert_ptr_null(p);
 	ck_assert_int_eq(errno, ENOMEM);
-	ck_assert_uint_eq(injected(FAULT_MAP), 1);
+	ck_assert_uint_eq(injected(op), 1);
 	ck_assert_uint_eq(segments_now(), segs);
-	p = sefer_malloc(n); /* the one fault is spent */
+	p = sefer_malloc(n);
 	ck_assert_ptr_nonnull(p);
-	fill(p, n, 1);
-	ck_assert_uint_eq(bad_bytes(p, n, 1), 0);
+	fill(p, n, tag);
+	ck_assert_uint_eq(bad_bytes(p, n, tag), 0);
 	sefer_free(p);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+
+START_TEST(map_large_block)
+{
+	large_block_fails(FAULT_MAP, 40 * MiB + 12345, 1);
 }
 END_TEST
 
@@ -257,26 +264,9 @@ START_TEST(protect_small_segment)
 }
 END_TEST
 
-/* A large block whose guard page cannot be set: NULL, ENOMEM, its reservation released. */
 START_TEST(protect_large_block)
 {
-	size_t n = 24 * MiB + 777;
-	uint64_t segs;
-	uint8_t *p;
-
-	arm(1u << FAULT_PROTECT, 1);
-	segs = segments_now();
-	errno = 0;
-	p = sefer_malloc(n);
-	ck_assert_ptr_null(p);
-	ck_assert_int_eq(errno, ENOMEM);
-	ck_assert_uint_eq(injected(FAULT_PROTECT), 1);
-	ck_assert_uint_eq(segments_now(), segs);
-	p = sefer_malloc(n);
-	ck_assert_ptr_nonnull(p);
-	fill(p, n, 3);
-	ck_assert_uint_eq(bad_bytes(p, n, 3), 0);
-	sefer_free(p);
+	large_block_fails(FAULT_PROTECT, 24 * MiB + 777, 3);
 }
 END_TEST
 
@@ -401,7 +391,7 @@ START_TEST(populate_skipped)
 	arm(1u << FAULT_POPULATE, FAULT_TIMES_UNLIMITED);
 	p = sefer_calloc(1, n);
 	ck_assert_ptr_nonnull(p);
-	if (IS_ENABLED(CONFIG_BACKEND_LINUX) && CONFIG_CALLOC_PREFAULT_KB)
+	if (IS_ENABLED(CONFIG_BACKEND_LINUX) && CONFIG_CALLOC_PREFAULT_KB > 0)
 		ck_assert_uint_gt(injected(FAULT_POPULATE), 0);
 	for (size_t i = 0; i < n; i++)
 		nonzero += p[i] != 0;
