@@ -292,7 +292,7 @@ check-unit-faults: fault-builds
 		CK_RUN_SUITE=fault $(objtree)/cfg-$$c/selftest/unit/sefer-unit || exit 1; done
 check-stress-faults: fault-builds
 	$(Q)for c in $(fault-configs); do echo "cfg-$$c:"; \
-		$(fault-env) $(objtree)/cfg-$$c/selftest/stress/stress 4 30000 2 || exit 1; done
+		$(fault-env) $(objtree)/cfg-$$c/selftest/stress/stress 4 50000 3 || exit 1; done
 .PHONY: fault-builds
 
 # ---- options compose (selftest/randconfig/check-randconfig.sh): configurations of the host's
