@@ -32,15 +32,19 @@ bool sefer__large_guard_place(struct segment *seg, size_t off, size_t size)
 	uint8_t *guard = (uint8_t *)seg + end;
 
 	if (guard != seg->large_guard) {
-		/* the new guard first, then lift the old one (it may lie inside the new block):
-		 * on failure the old placement stands whole */
-		if (!sefer__os.protect(guard, g, true))
+		/*
+		 * Lift the old guard (it may lie inside the new block), then set the new one. On
+		 * failure the old placement stands, every byte of its block usable: a failed lift
+		 * changed nothing; a failed set puts the old guard back, and should that fail too
+		 * (mprotect splits mappings: ENOMEM past vm.max_map_count) the segment goes on
+		 * without a guard. Setting the new guard first would need the undo of a set,
+		 * which may fail in turn and leave an inaccessible page inside a block.
+		 */
+		if (seg->large_guard && !sefer__os.protect(seg->large_guard, g, false))
 			return false;
-		if (seg->large_guard && !sefer__os.protect(seg->large_guard, g, false)) {
-			/* a page left inaccessible here would fault inside this block or a later
-			 * one, far from the cause: stop at the cause instead */
-			if (!sefer__os.protect(guard, g, false))
-				sefer__report_corruption("guard page cannot be lifted", guard);
+		if (!sefer__os.protect(guard, g, true)) {
+			if (seg->large_guard && !sefer__os.protect(seg->large_guard, g, true))
+				seg->large_guard = NULL;
 			return false;
 		}
 		seg->large_guard = guard;

@@ -119,8 +119,9 @@ static struct sefer_option core_options[] = {
 	{ .name = NULL },
 };
 
-/* SEFER_* variables that are not options: sefer's test harness's and the Lua host's. */
-static const char *const not_options[] = { "SEFER_TEST_", "SEFER_LUA_", NULL };
+/* SEFER_* variables that are not options: sefer's test harness's, the Lua host's, and
+ * CONFIG_FAULT_INJECTION's SEFER_FAIL_* (core/fault.c reads them, in that build only). */
+static const char *const not_options[] = { "SEFER_TEST_", "SEFER_LUA_", "SEFER_FAIL_", NULL };
 
 static const char *const origin_names[] = {
 	[ORIGIN_DEFAULT] = "default",

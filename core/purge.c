@@ -37,24 +37,40 @@
 
 /* ---- a segment's slots ---- */
 
-/* Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline). */
-static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
+/*
+ * Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline).
+ * Returns 0, or when the OS refused an eager purge, the deadline at which to try the slots it
+ * left dirty again (their delay counted from now).
+ */
+static uint64_t purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 {
-	uint64_t done = mask & seg->dirty_pages;
+	uint64_t done = mask & seg->dirty_pages, retry = 0;
 
 	mask = done;
 	if (!mask)
-		return;
+		return 0;
 	for (uint64_t m = done; m; m &= m - 1)
 		seg->pages[__builtin_ctzll(m)].slot_since = now;
 	while (mask) {
 		unsigned lo = (unsigned)__builtin_ctzll(mask);
 		uint64_t run = mask >> lo;
 		unsigned len = ~run ? (unsigned)__builtin_ctzll(~run) : 64 - lo;
+		uint64_t run_bits = len >= 64 ? ~0ULL : ((1ULL << len) - 1) << lo;
 
-		sefer__os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
-				(size_t)len << SPAGE_SHIFT, IS_ENABLED(CONFIG_PURGE_DONTNEED));
-		mask &= len >= 64 ? 0 : ~(((1ULL << len) - 1) << lo);
+		/* An eager purge the OS refused gave nothing back and the old contents stay: the
+		 * slots stay dirty (span_alloc would take them for zeroed memory), due again after
+		 * the delay (CONFIG_FAULT_INJECTION's purge faults, selftest/unit/test_fault.c) */
+		if (!sefer__os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
+				     (size_t)len << SPAGE_SHIFT, IS_ENABLED(CONFIG_PURGE_DONTNEED)) &&
+		    IS_ENABLED(CONFIG_PURGE_DONTNEED)) {
+			uint64_t at = sefer__os.clock_ms();
+
+			for (uint64_t m = run_bits; m; m &= m - 1)
+				seg->pages[__builtin_ctzll(m)].slot_since = at;
+			retry = at + sefer__opt.purge_delay_ms + 1;
+			done &= ~run_bits;
+		}
+		mask &= ~run_bits;
 	}
 	long long bytes = (long long)__builtin_popcountll(done) << SPAGE_SHIFT;
 
@@ -62,13 +78,13 @@ static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 	seg->purged_pages |= done;
 	stat_add(&sefer__gstats.committed, NULL, -bytes);
 	stat_add(&sefer__gstats.purged, NULL, bytes);
+	return retry;
 }
 
 /* Give back every dirty slot of seg now (its owner, or the holder of HELD_OWNER). */
 void sefer__purge_dirty(struct segment *seg)
 {
-	purge_slots(seg, seg->dirty_pages, 0);
-	seg->purge_at = 0;
+	seg->purge_at = purge_slots(seg, seg->dirty_pages, 0);
 }
 
 /* seg's next purge deadline: when its longest-dirty slot is due; 0 if no slot is dirty. */
@@ -92,7 +108,7 @@ uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force,
 		return 0;
 	if (force) {
 		sefer__purge_dirty(seg);
-		return 0;
+		return sefer__segment_deadline(seg); /* 0 unless the OS refused a purge */
 	}
 	if (!seg->purge_at || now < seg->purge_at)
 		return sefer__segment_deadline(seg);
@@ -105,7 +121,9 @@ uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force,
 		else if (!next || at < next)
 			next = at;
 	}
-	purge_slots(seg, due, now);
+	due = purge_slots(seg, due, now);
+	if (due && (!next || due < next))
+		next = due;
 	seg->purge_at = next;
 	return next;
 }
@@ -137,10 +155,8 @@ void sefer__purge_schedule(struct segment_set *set, struct segment *seg)
 {
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
-	if (sefer__purge_delay(set) == 0) {
-		sefer__purge_dirty(seg);
-		return;
-	}
+	if (sefer__purge_delay(set) == 0)
+		sefer__purge_dirty(seg); /* a refused purge leaves a deadline */
 	set_purge_at(set, sefer__segment_deadline(seg));
 }
 

@@ -128,14 +128,16 @@ malloc-fuzz:
 		$(mfuzz-dir)/libsefer.a
 	$(quiet) CLANG mfuzz/malloc-fuzz
 	$(Q)clang -std=gnu11 -O1 -g -fsanitize=fuzzer $(mfuzz-san) $(WARN) -I$(srctree)/include \
+		$(if $(filter y,$(CONFIG_FAULT_INJECTION)),-DMALLOC_FUZZ_FAULTS -I$(srctree)) \
 		-o $(mfuzz-bin) $(srctree)/selftest/fuzz/malloc_fuzz.c $(mfuzz-dir)/libsefer.a \
 		$$($(MAKE) -s --no-print-directory -f $(srctree)/Makefile O=$(mfuzz-dir) ldlibs)
 check-malloc-fuzz: malloc-fuzz
 	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
-	$(Q)cd $(mfuzz-dir) && if UBSAN_OPTIONS=print_stacktrace=1 $(mfuzz-bin) \
+	$(Q)cd $(mfuzz-dir) && if UBSAN_OPTIONS=print_stacktrace=1 $(MFUZZ_ENV) $(mfuzz-bin) \
 		-max_total_time=$(FUZZ_TIME) -max_len=1024 -print_final_stats=1 \
 		corpus $(srctree)/selftest/fuzz/corpus distilled > fuzz.log 2>&1; then \
-		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss' fuzz.log; \
+		grep -E '^Done|INITED|stat::number_of_executed_units|stat::peak_rss|faults injected' \
+			fuzz.log; \
 		awk '/INITED/ && init == "" { init = substr($$1, 2) } /^Done/ { runs = $$2; secs = $$5 } \
 		     END { printf "malloc-fuzz: no failure: %s corpus inputs replayed, then %d new" \
 			   " inputs fuzzed, in %s s (FUZZ_TIME=$(FUZZ_TIME); the replay counts in it)\n", \
@@ -147,13 +149,24 @@ check-malloc-fuzz: malloc-fuzz
 # takes; and the variant (variant-config, above, with the C11 registry), without free marks
 # and so without ASan poisoning, whose first 12-minute run found the poisoning's false report
 # that made SANITIZE_ADDRESS depend on the marks.
+# And faults (CONFIG_FAULT_INJECTION, Documentation/debugging.rst): every OS op the core calls
+# fails at random, SEFER_FAIL_PROBABILITY percent of the calls (map: segments, large blocks, heap
+# structs; remap: large realloc and the large cache's re-place; purge; populate), and the
+# harness takes NULL with ENOMEM from a call that met a fault, and nothing else; its last line
+# counts the faults and the outcomes. Budget: 60 s (build about 35 s, FUZZ_TIME 20 s).
 mfuzz-config-hardened := HARDENED=y POLICY_FASTBIN=y
 mfuzz-config-variant := $(variant-config) SYNC_C11=y
-check-malloc-fuzz-hardened check-malloc-fuzz-variant: check-malloc-fuzz-%:
+mfuzz-config-faults := FAULT_INJECTION=y
+mfuzz-env-faults := SEFER_FAIL_OPS=all SEFER_FAIL_PROBABILITY=10 SEFER_FAIL_SEED=45
+ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)
+check-targets += check-malloc-fuzz-faults
+endif
+check-malloc-fuzz-hardened check-malloc-fuzz-variant check-malloc-fuzz-faults: check-malloc-fuzz-%:
 	$(Q)mkdir -p $(objtree)/fuzz-$*
 	$(Q)KCONFIG_CONFIG=$(objtree)/fuzz-$*/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
 		$(mfuzz-config-$*) >/dev/null
-	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/fuzz-$* check-malloc-fuzz
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/fuzz-$* MFUZZ_ENV="$(mfuzz-env-$*)" \
+		check-malloc-fuzz
 malloc-fuzz-distill: malloc-fuzz
 	$(Q)$(mfuzz-corpus-py) unpack $(mfuzz-distilled) $(mfuzz-dir)/distilled
 	$(Q)rm -rf $(mfuzz-dir)/merged && mkdir -p $(mfuzz-dir)/merged
@@ -161,7 +174,8 @@ malloc-fuzz-distill: malloc-fuzz
 		$(srctree)/selftest/fuzz/corpus > merge.log 2>&1 || { tail -20 merge.log; exit 1; }
 	$(Q)grep MERGE-OUTER: $(mfuzz-dir)/merge.log | tail -1
 	$(Q)$(mfuzz-corpus-py) pack $(mfuzz-dir)/merged $(mfuzz-distilled)
-.PHONY: malloc-fuzz malloc-fuzz-distill check-malloc-fuzz-hardened check-malloc-fuzz-variant
+.PHONY: malloc-fuzz malloc-fuzz-distill check-malloc-fuzz-hardened check-malloc-fuzz-variant \
+	check-malloc-fuzz-faults
 
 # ---- build system: defconfig round trips, strict Kconfig errors, menuconfig, incremental builds
 # The groups whose scripts run make themselves are '+' recipes: under 'make -jN check' they get
@@ -245,6 +259,41 @@ $(addprefix check-config-,$(alt-configs)): check-config-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* $*_defconfig >/dev/null
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/cfg-$* all test-bins >/dev/null
 	$(Q)$(objtree)/cfg-$*/selftest/unit/sefer-unit && $(objtree)/cfg-$*/selftest/stress/stress 4 50000 2
+
+# ---- fault injection (CONFIG_FAULT_INJECTION, core/fault.c, Documentation/debugging.rst):
+# this configuration built again in $(objtree)/cfg-faults with the option, and in
+# cfg-faults-guard with guard pages as well (their protect calls; without guard pages the
+# large blocks' remap runs instead). check-unit-faults: the fault suite (one test per OS op,
+# selftest/unit/test_fault.c) in both. check-stress-faults: the stress test in both with
+# fault-env (every op the core calls fails at random, 10% of the calls), where an allocation may
+# only fail with NULL and ENOMEM under an injected fault, a failed realloc keeps its block, and
+# sefer_check_heap() is clean at the end; it prints the faults and outcomes. Budgets: 60 s each
+# (the builds about 40 s of it, shared by the two groups).
+fault-configs := faults faults-guard
+fault-config-faults := FAULT_INJECTION=y
+fault-config-faults-guard := FAULT_INJECTION=y GUARD_PAGES=y
+fault-env := SEFER_FAIL_OPS=all SEFER_FAIL_PROBABILITY=10 SEFER_FAIL_SEED=45
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-unit-faults check-stress-faults
+endif
+fault-builds:
+	+$(Q)for c in $(fault-configs); do \
+		d=$(objtree)/cfg-$$c; mkdir -p $$d; \
+		case $$c in faults) set="$(fault-config-faults)";; \
+			*) set="$(fault-config-faults-guard)";; esac; \
+		KCONFIG_CONFIG=$$d/.config.new $(KCONFIG) set $(KCONFIG_CONFIG) $$set >/dev/null && \
+		{ cmp -s $$d/.config.new $$d/.config || mv $$d/.config.new $$d/.config; } && \
+		rm -f $$d/.config.new && \
+		$(MAKE) -f $(srctree)/Makefile O=$$d $$d/selftest/unit/sefer-unit \
+			$$d/selftest/stress/stress >/dev/null || exit 1; \
+	done
+check-unit-faults: fault-builds
+	$(Q)for c in $(fault-configs); do echo "cfg-$$c:"; \
+		CK_RUN_SUITE=fault $(objtree)/cfg-$$c/selftest/unit/sefer-unit || exit 1; done
+check-stress-faults: fault-builds
+	$(Q)for c in $(fault-configs); do echo "cfg-$$c:"; \
+		$(fault-env) $(objtree)/cfg-$$c/selftest/stress/stress 4 50000 3 || exit 1; done
+.PHONY: fault-builds
 
 # ---- options compose (selftest/randconfig/check-randconfig.sh): configurations of the host's
 # backend, -Werror, the unit suite and a short stress test on each. check-randconfig: N random

@@ -79,7 +79,7 @@ static bool darwin_secure(void)
 	return issetugid() != 0;
 }
 
-SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
+SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "darwin",
 	.init = sefer__posix_init,
 	.reserve = sefer__posix_reserve,

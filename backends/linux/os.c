@@ -292,7 +292,7 @@ static bool linux_secure(void)
 	return getauxval(AT_SECURE) != 0;
 }
 
-SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
+SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "linux",
 	.init = linux_init,
 	.reserve = sefer__posix_reserve,

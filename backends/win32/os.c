@@ -491,7 +491,7 @@ static int win32_lock_file(sefer_file_t f)
 	return GetLastError() == ERROR_LOCK_VIOLATION ? -EWOULDBLOCK : werr();
 }
 
-SEFER_INTERNAL const struct sefer_os_ops sefer__os = {
+SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "win32",
 	.init = win32_init,
 	.reserve = win32_reserve,

@@ -222,7 +222,18 @@ struct sefer_os_ops {
 	__must_check int (*lock_file)(sefer_file_t f);
 };
 
-/* The selected backend, defined in backends/<os>/. */
+/*
+ * The selected backend, defined in backends/<os>/ under the name SEFER_OS_BACKEND. With
+ * CONFIG_FAULT_INJECTION that is sefer__os_backend, and sefer__os is core/fault.c's copy of it
+ * whose fallible slots fail on demand.
+ */
+#ifdef CONFIG_FAULT_INJECTION
+#define SEFER_OS_BACKEND sefer__os_backend
+SEFER_INTERNAL_EXTERN const struct sefer_os_ops sefer__os_backend;
+SEFER_INTERNAL_EXTERN struct sefer_os_ops sefer__os;
+#else
+#define SEFER_OS_BACKEND sefer__os
 SEFER_INTERNAL_EXTERN const struct sefer_os_ops sefer__os;
+#endif
 
 #endif /* SEFER_OS_H */

@@ -9,7 +9,7 @@
  *             first-class heaps (CONFIG_HEAPS), heap number a % NHEAPS, made on first use:
  *             10 sefer_heap_malloc, 11 _calloc, 12 _realloc (the block moves into that heap),
  *             13 _aligned_alloc, 14 sefer_heap_destroy (every slot of the heap is checked,
- *             then dropped without a free), 15 sefer_heap_visit, which must report exactly
+ *             and the heap visited as in 15, then dropped without a free), 15 sefer_heap_visit, which must report exactly
  *             the slots of that heap, then sefer_heap_collect (forced when b is odd);
  *             An op byte of 0xf0 or more with op % 16 at most 8 runs that call on a second
  *             thread, the helper, while this one waits (one thread at a time: the input stays
@@ -25,7 +25,15 @@
  * that moves a block puts it in the heap it was called for. At the end of an input the
  * remaining blocks are freed, the heaps destroyed and both threads' cached memory given back
  * (sefer_collect), so that an input does not depend on the ones before it: a crash replays
- * from its input alone (only the purge clocks are the machine's). Any mismatch aborts.
+ * from its input alone (only the purge clocks are the machine's). Any mismatch aborts, and so
+ * does a block handed out that overlaps a live one.
+ *
+ * Built with MALLOC_FUZZ_FAULTS (check-malloc-fuzz-faults: CONFIG_FAULT_INJECTION, run with
+ * SEFER_FAIL_*), an allocation may fail, but only as the malloc face promises: NULL (or
+ * posix_memalign's ENOMEM) with errno = ENOMEM, during a call in which a fault was injected
+ * (core/fault.h counts them). The slot is then empty, or for a realloc keeps its old block,
+ * which must be intact; anything else still aborts. At exit the faults and the outcomes of the
+ * calls they hit are printed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +42,10 @@
 #include <stdlib.h>
 
 #include <sefer.h>
+
+#ifdef MALLOC_FUZZ_FAULTS
+#include "core/fault.h"
+#endif
 
 #define NSLOTS 32
 #define NHEAPS 4
@@ -61,6 +73,64 @@ static struct slot slots[NSLOTS];
 static struct sefer_heap *heaps[NHEAPS];
 static uint64_t next_tag;
 static int trace = -1;	/* MALLOC_FUZZ_TRACE=1: each step on stderr, to replay a crash */
+
+/*
+ * Fault injection: faults injected before the current call (call_begin()), and the outcomes
+ * of the calls during which one was: failed with ENOMEM, or succeeded all the same (a failed
+ * remap, purge, protect or populate that the core worked around).
+ */
+static uint64_t faults_before;
+static uint64_t calls_failed, calls_survived, faults_in_calls;
+
+static uint64_t faults_now(void)
+{
+#ifdef MALLOC_FUZZ_FAULTS
+	return sefer__fault_injected_total();
+#else
+	return 0;
+#endif
+}
+
+static void call_begin(void)
+{
+	faults_before = faults_now();
+	errno = 0;
+}
+
+/* Whether the call that gave p (err: its errno, or posix_memalign's result) may fail so. */
+static bool failed_as_promised(const void *p, int err)
+{
+	bool faulted = faults_now() != faults_before;
+
+	faults_in_calls += faults_now() - faults_before;
+	if (p) {
+		calls_survived += faulted;
+		return false;
+	}
+	if (!faulted || err != ENOMEM)
+		return false;
+	calls_failed++;
+	if (trace)
+		fprintf(stderr, "  failed with ENOMEM under an injected fault\n");
+	return true;
+}
+
+#ifdef MALLOC_FUZZ_FAULTS
+__attribute__((destructor)) static void fault_summary(void)
+{
+	fprintf(stderr, "malloc-fuzz: faults injected: %llu (", (unsigned long long)faults_now());
+	for (int op = 0; op < FAULT_OPS; op++)
+		fprintf(stderr, "%s%s %llu of %llu calls", op ? ", " : "",
+			sefer__fault_op_name((enum fault_op)op),
+			(unsigned long long)sefer__fault_injected((enum fault_op)op),
+			(unsigned long long)sefer__fault_calls((enum fault_op)op));
+	fprintf(stderr, "); %llu in allocation calls: %llu calls failed with NULL/ENOMEM, %llu "
+		"succeeded; %llu in frees, collects and heap destroys\n",
+		(unsigned long long)faults_in_calls, (unsigned long long)calls_failed,
+		(unsigned long long)calls_survived,
+		(unsigned long long)(faults_now() - faults_in_calls));
+}
+#endif
 
 static uint64_t pat(uint64_t tag, size_t i)
 {
@@ -92,6 +162,8 @@ static void fill(const struct slot *s)
 	size_t words = s->n / 8;
 	uint64_t *w = (uint64_t *)s->p;
 
+	if (!s->p)
+		return; /* an allocation failed under an injected fault */
 	for (size_t i = next_word(0, words, s->tag); i < words; i = next_word(i + 1, words, s->tag))
 		w[i] = pat(s->tag, i);
 	for (size_t k = words * 8; k < s->n; k++)
@@ -103,6 +175,8 @@ static void verify(const struct slot *s, size_t limit, int zero)
 {
 	size_t words = s->n / 8;
 
+	if (!s->p)
+		return;
 	for (size_t i = next_word(0, words, s->tag); i < words;
 	     i = next_word(i + 1, words, s->tag)) {
 		uint64_t want = zero ? 0 : pat(s->tag, i);
@@ -123,8 +197,28 @@ static void verify(const struct slot *s, size_t limit, int zero)
 			fail(zero ? "calloc block not zero" : "pattern overwritten", s, k);
 }
 
-static void took(struct slot *s, void *p, size_t n, size_t align)
+/* Whether [p, p + n) overlaps a live block other than s's. */
+static const struct slot *overlap(const struct slot *s, const void *p, size_t n)
 {
+	for (int i = 0; i < NSLOTS; i++) {
+		const struct slot *o = &slots[i];
+
+		if (o != s && o->p && (const unsigned char *)p < o->p + o->n &&
+		    o->p < (const unsigned char *)p + n)
+			return o;
+	}
+	return NULL;
+}
+
+/* s's new block p (err: the call's errno); false when it failed as promised (s->p NULL). */
+static bool took(struct slot *s, void *p, size_t n, size_t align, int err)
+{
+	const struct slot *o;
+
+	if (failed_as_promised(p, err)) {
+		s->p = NULL;
+		return false;
+	}
 	if (!p) {
 		fprintf(stderr, "malloc-fuzz: allocation of %zu bytes (align %zu) failed\n", n,
 			align);
@@ -135,6 +229,11 @@ static void took(struct slot *s, void *p, size_t n, size_t align)
 			"usable %zu\n", p, n, align, sefer_owns(p), sefer_usable_size(p));
 		abort();
 	}
+	o = overlap(s, p, n);
+	if (o) {
+		fprintf(stderr, "malloc-fuzz: block %p of %zu bytes handed out twice: ", p, n);
+		fail("it overlaps a live block", o, 0);
+	}
 	s->p = p;
 	s->n = n;
 	s->tag = ++next_tag;
@@ -142,6 +241,7 @@ static void took(struct slot *s, void *p, size_t n, size_t align)
 	s->heap = -1;
 	if (trace)
 		fprintf(stderr, "  got %p (usable %zu)\n", p, sefer_usable_size(p));
+	return true;
 }
 
 static void release(struct slot *s, int sized)
@@ -235,19 +335,40 @@ static bool visited(void *block, size_t usable, void *arg)
 	abort();
 }
 
+/* Heap hi, made on first use; NULL when making it failed as promised (an injected fault). */
 static struct sefer_heap *heap_at(int hi)
 {
-	if (!heaps[hi] && !(heaps[hi] = sefer_heap_new())) {
+	if (heaps[hi])
+		return heaps[hi];
+	call_begin();
+	heaps[hi] = sefer_heap_new();
+	if (!heaps[hi] && !failed_as_promised(NULL, errno)) {
 		fprintf(stderr, "malloc-fuzz: sefer_heap_new failed\n");
 		abort();
 	}
 	return heaps[hi];
 }
 
+/* sefer_heap_visit must report exactly the live slots of heap hi: none lost, none extra. */
+static void visit_check(int hi)
+{
+	struct visit_seen v = { hi, 0 };
+	size_t want = 0;
+
+	for (int i = 0; i < NSLOTS; i++)
+		want += slots[i].p && slots[i].heap == hi;
+	if (!sefer_heap_visit(heaps[hi], visited, &v) || v.seen != want) {
+		fprintf(stderr, "malloc-fuzz: visit of heap %d saw %zu blocks of %zu\n", hi,
+			v.seen, want);
+		abort();
+	}
+}
+
 static void heap_destroy(int hi)
 {
 	if (!heaps[hi])
 		return;
+	visit_check(hi);
 	for (int i = 0; i < NSLOTS; i++) {
 		if (slots[i].p && slots[i].heap == hi) {
 			verify(&slots[i], slots[i].n, 0);
@@ -264,44 +385,59 @@ static void heap_destroy(int hi)
 static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t n, unsigned k)
 {
 	int hi = a % NHEAPS;
-	struct visit_seen v = { hi, 0 };
-	size_t want = 0, align;
+	struct sefer_heap *h = NULL;
+	size_t align;
 	void *p;
 
+	if (op <= 13 && !(h = heap_at(hi)))
+		return; /* the heap could not be made: nothing else changes */
 	switch (op) {
 	case 10:
 		release(s, 0);
-		took(s, sefer_heap_malloc(heap_at(hi), n), n, 1);
+		call_begin();
+		p = sefer_heap_malloc(h, n);
+		took(s, p, n, 1, errno);
 		break;
 	case 11:
 		release(s, 0);
 		n /= k + 1;
-		took(s, sefer_heap_calloc(heap_at(hi), k + 1, n), (k + 1) * n, 1);
+		call_begin();
+		p = sefer_heap_calloc(h, k + 1, n);
+		took(s, p, (k + 1) * n, 1, errno);
 		verify(s, s->n, 1);
 		break;
 	case 12:
 		if (!s->p) {
-			took(s, sefer_heap_realloc(heap_at(hi), NULL, n), n, 1);
+			call_begin();
+			p = sefer_heap_realloc(h, NULL, n);
+			took(s, p, n, 1, errno);
 			break;
 		}
 		if (n == 0) {
 			verify(s, s->n, 0);
-			if (sefer_heap_realloc(heap_at(hi), s->p, 0))
+			if (sefer_heap_realloc(h, s->p, 0))
 				fail("heap realloc to 0 returned a block", s, 0);
 			s->p = NULL;
 			return;
 		}
-		p = sefer_heap_realloc(heap_at(hi), s->p, n);
+		call_begin();
+		p = sefer_heap_realloc(h, s->p, n);
+		if (failed_as_promised(p, errno)) {
+			verify(s, s->n, 0); /* the old block stays, whole */
+			return;
+		}
 		if (!p)
 			fail("heap realloc failed", s, 0);
 		s->p = p;
 		verify(s, n < s->n ? n : s->n, 0);
-		took(s, p, n, 1);
+		took(s, p, n, 1, 0);
 		break;
 	case 13:
 		align = (size_t)1 << (k * 3 + b % 3) % (MAX_ALIGN_SHIFT + 1);
 		release(s, 0);
-		took(s, sefer_heap_aligned_alloc(heap_at(hi), align, n), n, align);
+		call_begin();
+		p = sefer_heap_aligned_alloc(h, align, n);
+		took(s, p, n, align, errno);
 		break;
 	case 14:
 		heap_destroy(hi);
@@ -309,17 +445,12 @@ static void heap_step(unsigned op, struct slot *s, uint8_t a, uint8_t b, size_t 
 	case 15:
 		if (!heaps[hi])
 			return;
-		for (int i = 0; i < NSLOTS; i++)
-			want += slots[i].p && slots[i].heap == hi;
-		if (!sefer_heap_visit(heaps[hi], visited, &v) || v.seen != want) {
-			fprintf(stderr, "malloc-fuzz: visit of heap %d saw %zu blocks of %zu\n", hi,
-				v.seen, want);
-			abort();
-		}
+		visit_check(hi);
 		sefer_heap_collect(heaps[hi], b & 1);
 		return;
 	}
-	s->heap = hi;
+	if (s->p)
+		s->heap = hi;
 	fill(s);
 }
 
@@ -399,20 +530,26 @@ static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 	switch (op % 16) {
 	case 0: case 1:
 		release(s, 0);
-		took(s, sefer_malloc(n), n, 1);
+		call_begin();
+		p = sefer_malloc(n);
+		took(s, p, n, 1, errno);
 		break;
 	case 2: {
 		size_t k = 1 + (idx / NSLOTS % 8);
 
 		release(s, 0);
 		n /= k;
-		took(s, sefer_calloc(k, n), k * n, 1);
+		call_begin();
+		p = sefer_calloc(k, n);
+		took(s, p, k * n, 1, errno);
 		verify(s, s->n, 1);
 		break;
 	}
 	case 3:
 		if (!s->p) {
-			took(s, sefer_realloc(NULL, n), n, 1);
+			call_begin();
+			p = sefer_realloc(NULL, n);
+			took(s, p, n, 1, errno);
 			break;
 		}
 		if (n == 0) {	/* realloc(p, 0) frees, as glibc's does */
@@ -422,30 +559,42 @@ static void step(uint8_t op, uint8_t idx, uint8_t a, uint8_t b)
 			s->p = NULL;
 			return;
 		}
+		call_begin();
 		p = sefer_realloc(s->p, n);
+		if (failed_as_promised(p, errno)) {
+			verify(s, s->n, 0); /* the old block stays, whole */
+			return;
+		}
 		if (!p)
 			fail("realloc failed", s, 0);
 		moved = p != s->p;
 		hi = s->heap;
 		s->p = p;
 		verify(s, n < s->n ? n : s->n, 0);
-		took(s, p, n, 1);
+		took(s, p, n, 1, 0);
 		if (!moved)
 			s->heap = hi; /* in place: still the block of the heap it came from */
 		break;
 	case 4:
 		align = (size_t)1 << (idx / NSLOTS % 8 * 3 + a % 3) % (MAX_ALIGN_SHIFT + 1);
 		release(s, 0);
-		took(s, sefer_aligned_alloc(align, n), n, align);
+		call_begin();
+		p = sefer_aligned_alloc(align, n);
+		took(s, p, n, align, errno);
 		break;
-	case 5:
+	case 5: {
+		int r;
+
 		align = (size_t)1 << (3 + (idx / NSLOTS % 8 * 3 + a % 3) % (MAX_ALIGN_SHIFT - 2));
 		release(s, 0);
 		p = NULL;
-		if (sefer_posix_memalign(&p, align, n))
+		call_begin();
+		r = sefer_posix_memalign(&p, align, n);
+		if (r)
 			p = NULL;
-		took(s, p, n, align);
+		took(s, p, n, align, r);
 		break;
+	}
 	case 6:
 		release(s, 0);
 		return;

@@ -6,7 +6,13 @@
  * others still free their blocks. Uses the sefer_* API (so it also runs under sanitizers).
  *
  *   stress [threads] [ops per thread] [generations]
+ *
+ * With CONFIG_FAULT_INJECTION (check-stress-faults, SEFER_FAIL_*), an allocation may fail, but
+ * only as the malloc face promises: NULL with errno = ENOMEM, in a call during which a fault
+ * was injected into this thread (core/fault.h); a failed realloc leaves its old block intact
+ * (checked, then freed). Any other failure is an error. The faults and outcomes are printed.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +20,9 @@
 #include <string.h>
 
 #include "sefer.h"
+#ifdef CONFIG_FAULT_INJECTION
+#include "core/fault.h"
+#endif
 
 #define SLOTS 512
 #define MAILBOX 1024
@@ -24,7 +33,7 @@ struct item {
 };
 
 static _Atomic(struct item *) mailbox[MAILBOX];
-static atomic_long errors, handed, received;
+static atomic_long errors, handed, received, failed_enomem, survived;
 static unsigned nthreads = 4;
 static unsigned long ops = 200000;
 
@@ -34,6 +43,36 @@ static unsigned long long rng(unsigned long long *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+static uint64_t faults_here(void)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	return sefer__fault_injected_thread();
+#else
+	return 0;
+#endif
+}
+
+/* p, from a call that began with `before` faults on this thread: false if it failed as the
+ * malloc face promises under an injected fault (counted); an error if it failed otherwise. */
+static bool got(const void *p, uint64_t before, size_t n)
+{
+	bool faulted = faults_here() != before;
+
+	if (p) {
+		if (faulted)
+			atomic_fetch_add(&survived, 1);
+		return true;
+	}
+	if (faulted && errno == ENOMEM) {
+		atomic_fetch_add(&failed_enomem, 1);
+		return false;
+	}
+	fprintf(stderr, "stress: out of memory for %zu bytes (errno %d, %s fault)\n", n, errno,
+		faulted ? "after a" : "without a");
+	atomic_fetch_add(&errors, 1);
+	return false;
 }
 
 static unsigned char pat(const void *p, size_t i)
@@ -86,8 +125,11 @@ static void *worker(void *arg)
 		unsigned k = (unsigned)(rng(&s) % SLOTS);
 
 		if (slot[k].p) {
-			if (rng(&s) % 8 == 0) {
-				struct item *it = malloc(sizeof(*it));
+			struct item *it = NULL;
+
+			if (rng(&s) % 8 == 0)
+				it = malloc(sizeof(*it)); /* sefer's own malloc: it may fail too */
+			if (it) {
 				unsigned m = (unsigned)(rng(&s) % MAILBOX);
 
 				*it = slot[k];
@@ -104,8 +146,10 @@ static void *worker(void *arg)
 			slot[k].p = NULL;
 		}
 		size_t n = pick_size(&s);
+		uint64_t before = faults_here();
 		unsigned char *p;
 
+		errno = 0;
 		switch (rng(&s) % 4) {
 		case 0:
 			p = sefer_calloc(1, n);
@@ -131,22 +175,23 @@ static void *worker(void *arg)
 
 			p = sefer_malloc(half);
 			if (p) {
+				unsigned char *q;
+
 				fill(p, half);
-				p = sefer_realloc(p, n);
-				for (size_t j = 0; p && j < half && j < n; j++)
-					if (p[j] != pat(p, j) && 0)
-						break;
+				before = faults_here();
+				errno = 0;
+				q = sefer_realloc(p, n);
+				if (!q)
+					check_free(p, half); /* the old block stays, intact */
+				p = q;
 			}
 			break;
 		}
 		default:
 			p = sefer_malloc(n);
 		}
-		if (!p) {
-			fprintf(stderr, "stress: out of memory for %zu bytes\n", n);
-			atomic_fetch_add(&errors, 1);
+		if (!got(p, before, n))
 			continue;
-		}
 		fill(p, n);
 		slot[k].p = p;
 		slot[k].n = n;
@@ -170,8 +215,16 @@ int main(int argc, char **argv)
 	for (unsigned g = 0; g < gens; g++) {
 		pthread_t t[64];
 
-		for (unsigned i = 0; i < nthreads && i < 64; i++)
-			pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(g * 64 + i + 1));
+		for (unsigned i = 0; i < nthreads && i < 64; i++) {
+			unsigned tries = 0;
+
+			/* glibc's thread setup allocates (through sefer): retry an injected fault */
+			while (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(g * 64 + i + 1)))
+				if (++tries == 1000) {
+					fprintf(stderr, "stress: pthread_create keeps failing\n");
+					return 1;
+				}
+		}
 		for (unsigned i = 0; i < nthreads && i < 64; i++)
 			pthread_join(t[i], NULL);
 	}
@@ -191,5 +244,15 @@ int main(int argc, char **argv)
 	       "problems %zu, xthread frees %llu, reclaimed %llu\n",
 	       nthreads, ops, gens, atomic_load(&handed), atomic_load(&errors), problems,
 	       (unsigned long long)st.xthread_frees, (unsigned long long)st.reclaimed);
+#ifdef CONFIG_FAULT_INJECTION
+	printf("stress: faults injected %llu (", (unsigned long long)sefer__fault_injected_total());
+	for (int op = 0; op < FAULT_OPS; op++)
+		printf("%s%s %llu of %llu calls", op ? ", " : "",
+		       sefer__fault_op_name((enum fault_op)op),
+		       (unsigned long long)sefer__fault_injected((enum fault_op)op),
+		       (unsigned long long)sefer__fault_calls((enum fault_op)op));
+	printf("); allocation calls hit: %ld failed with NULL/ENOMEM, %ld succeeded\n",
+	       atomic_load(&failed_enomem), atomic_load(&survived));
+#endif
 	return atomic_load(&errors) || problems ? 1 : 0;
 }

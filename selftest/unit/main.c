@@ -23,6 +23,7 @@ static const struct {
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
 	{ "stats", stats_suite },
+	{ "fault", fault_suite },
 	SEFER_POLICY_TESTS(POLICY_SUITE)
 };
 
@@ -32,8 +33,11 @@ int main(int argc, char **argv)
 	int failed;
 
 	unit_self_path = argv[0];
-	if (argc == 3 && !strcmp(argv[1], "--child"))
-		return child_main(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--child")) {
+		int rc = fault_child(argv[2]);
+
+		return rc >= 0 ? rc : child_main(argv[2]);
+	}
 	sr = srunner_create(NULL);
 	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
 		const char *skip = getenv("SEFER_TEST_SKIP");

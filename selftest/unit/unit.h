@@ -27,6 +27,7 @@ Suite *heaps_suite(void);
 Suite *os_suite(void);
 Suite *remap_undo_suite(void);
 Suite *stats_suite(void);
+Suite *fault_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -100,6 +101,8 @@ int run_child(const char *mode, const char *const *env, char *buf, size_t len);
 /* argv[0] of this test binary, for run_child() (set by main). */
 extern const char *unit_self_path;
 int child_main(const char *mode);
+/* test_fault.c's children (the Check runner only): exit status, or -1 for another mode. */
+int fault_child(const char *mode);
 /* The hardening suite's child modes (test_hardening.c); -1 for a mode it does not know. */
 int hardening_child(const char *mode);
 /* The heap hand-off misuse children (test_heaps_move.c); -1 for a mode it does not know. */
