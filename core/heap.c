@@ -130,7 +130,6 @@ void sefer__heap_setup(struct heap *heap)
 {
 	sefer__heap_reset(heap);
 	heap_shuffle_seed(heap);
-	heap->tid = sefer__os.thread_id();
 	heap->live = true;
 }
 
@@ -479,8 +478,7 @@ void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lo
 	spin_reset(&pool_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer__heap != &sefer__heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
-		if (!sefer__os.random_bytes ||
-		    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
+		if (!os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
 			sefer__shuffle_key ^= sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 		heap_shuffle_seed(sefer__heap);
 	}

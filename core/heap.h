@@ -126,7 +126,6 @@ struct heap {
 	struct segment *cache;				  /* empty segments kept for reuse */
 	unsigned ncache;
 	bool live;
-	uint64_t tid;
 	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
 	/* The heap's purge delay is SEFER_PURGE_DELAY_MS << purge_backoff: raised when a span
 	 * takes slots purged a short while ago, lowered after a calm spell (purge.c) */

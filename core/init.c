@@ -19,7 +19,7 @@
 #include "core/options.h"
 #include "core/stats.h"
 
-SEFER_INTERNAL struct sefer_os_info sefer__os_info = { 4096, 4096, 1, true };
+SEFER_INTERNAL struct sefer_os_info sefer__os_info = { 4096, 4096, 1 };
 SEFER_INTERNAL uintptr_t sefer__list_key;
 SEFER_INTERNAL uintptr_t sefer__mark_key;
 SEFER_INTERNAL uint64_t sefer__shuffle_key;
@@ -79,20 +79,18 @@ void sefer__process_init(void)
 	sefer__annotate_init(); /* before the first segment is mapped */
 	sefer__os.init(&sefer__os_info);
 	sefer__options_init();
-	if (sefer__opt.show_stats && sefer__os.keep_err)
+	if (sefer__opt.show_stats && os_has(SEFER_OS_KEEP_ERR))
 		sefer__os.keep_err();
-	if (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__list_key, sizeof(sefer__list_key)))
+	if (!os_random_bytes(&sefer__list_key, sizeof(sefer__list_key)))
 		sefer__list_key = (uintptr_t)&sefer__list_key ^
 				  (uintptr_t)sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 	sefer__list_key |= 1;
-	if (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__mark_key, sizeof(sefer__mark_key)))
+	if (!os_random_bytes(&sefer__mark_key, sizeof(sefer__mark_key)))
 		sefer__mark_key = sefer__list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer__list_key >> 31);
 	sefer__mark_key |= 1; /* odd: no mark is an aligned pointer (a self-pointer included) */
 	/* the seed of every heap's free-list shuffle (heap.c, page.c) */
-	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key))))
+	if (IS_ENABLED(CONFIG_HARDENED) &&
+	    !os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
 		sefer__shuffle_key = sefer__mark_key * 0x94d049bb133111ebULL ^ sefer__os.clock_ms();
 	sefer__policy_init_all();
 #ifndef _WIN32

@@ -39,7 +39,7 @@ static inline void cpu_relax(void)
  */
 static inline void wait_step(unsigned *pauses)
 {
-	if (++*pauses < SPIN_PAUSES || !sefer__os.yield) {
+	if (++*pauses < SPIN_PAUSES || !(sefer__os.features & SEFER_OS_YIELD)) {
 		cpu_relax();
 		return;
 	}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* SEFER_* environment options (see options.h). */
 #include "core/error.h"
+#include "core/init.h"
 #include "core/options.h"
 #include "sefer/os.h"
 
@@ -134,7 +135,7 @@ void sefer__options_init(void)
 {
 	char v[32];
 
-	sefer__opt.secure = sefer__os.secure && sefer__os.secure();
+	sefer__opt.secure = os_has(SEFER_OS_SECURE) && sefer__os.secure();
 	sefer__option_bool("SHOW_STATS", &sefer__opt.show_stats);
 	sefer__option_bool("VERBOSE", &sefer__opt.verbose);
 	sefer__option_uint("PURGE_DELAY_MS", &sefer__opt.purge_delay_ms);

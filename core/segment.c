@@ -73,11 +73,11 @@ static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now);
  * when the segment is mapped and kept for its life (small segments stay small through the
  * cache and the spares); in a large segment the page right after the block's last OS page,
  * moved by large_guard_place() whenever the block is placed for a new size. Both go away
- * with the reservation. 0 when the option is off or the backend has no protect op.
+ * with the reservation. 0 when the option is off or the backend lacks SEFER_OS_PROTECT.
  */
 static inline size_t guard_bytes(void)
 {
-	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !sefer__os.protect)
+	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !os_has(SEFER_OS_PROTECT))
 		return 0;
 	return sefer__os_info.page_size;
 }
@@ -413,7 +413,7 @@ struct segment *sefer__segment_resize_large(struct segment *seg, size_t size, si
 	size_t total = align_up(off + size, SPAGE_SIZE), old = seg->size;
 	struct segment *moved;
 
-	if (!sefer__os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
+	if (!os_has(SEFER_OS_REMAP) || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
 	    total < size || align > SEGMENT_SIZE / 2)
 		return NULL;
 	segment_unpublish(seg);

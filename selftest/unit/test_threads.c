@@ -284,7 +284,7 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
 	tcase_add_test(tc, no_line_shared_between_threads);
-	if (IS_ENABLED(CONFIG_STATS) && sefer__os.yield)
+	if (IS_ENABLED(CONFIG_STATS) && (sefer__os.features & SEFER_OS_YIELD))
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
