@@ -2,8 +2,7 @@
 /*
  * Heaps: creation, thread exit (abandonment), adoption of abandoned segments, the heap pool.
  *
- * Lock order (outermost first): pool_lock -> every heap's fc.large_lock (fork handlers only,
- * core/heaps.c) -> abandoned_lock -> spare_lock (segment.c) -> registry lock (sync.h).
+ * Lock order: enum lock_rank (core/lock.h).
  *   pool_lock       protects the pool of exited and destroyed heaps and the list of all heaps.
  *   abandoned_lock  protects the abandoned-segment list (segments with owner == NULL).
  * A segment leaves the abandoned list only after a thread won the CAS owner NULL -> heap, so
@@ -38,10 +37,10 @@ SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initi
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
-static struct spinlock pool_lock = SPINLOCK_INIT;
+static struct spinlock pool_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static struct heap *heap_pool;
 static struct heap *heap_all;
-static struct spinlock abandoned_lock = SPINLOCK_INIT;
+static struct spinlock abandoned_lock = SPINLOCK_INIT(LOCK_RANK_ABANDONED);
 static struct segment *abandoned;
 static atomic_int heaps_live; /* heaps of running threads */
 
@@ -107,6 +106,7 @@ struct heap *sefer__heap_struct_get(void)
 		heap = sefer__os.reserve(size, sefer__os_info.alloc_granularity, SEFER_NO_NODE);
 		if (!heap)
 			return NULL;
+		spin_init(&heap->fc.large_lock, LOCK_RANK_HEAP_LARGE); /* before fork can see it */
 		spin_lock(&pool_lock);
 		heap->next_all = heap_all;
 		heap_all = heap;
@@ -447,7 +447,7 @@ void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 	spin_unlock(&pool_lock);
 }
 
-/* Lock order: pool_lock -> every first-class heap's large_lock -> abandoned_lock -> ... */
+/* Every spinlock, in the lock order (enum lock_rank, core/lock.h). */
 void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock)
 {

@@ -20,8 +20,7 @@
  * First-class heaps (CONFIG_HEAPS, core/heaps.c) are the same struct, made by sefer_heap_new()
  * for the calling thread; struct heap_fc below holds what they add.
  *
- * Lock order (outermost first): heap_pool_lock -> heap->fc.large_lock (fork only) ->
- * abandoned_lock -> spare_lock -> registry lock.
+ * Lock order: enum lock_rank (core/lock.h).
  */
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H

@@ -78,7 +78,7 @@ static inline bool heaps_large_untrack(struct segment *seg)
  */
 static inline void heaps_fork_prepare(struct heap *h)
 {
-	spin_lock(&h->fc.large_lock);
+	spin_lock_nested(&h->fc.large_lock);
 	__release(&h->fc.large_lock);
 }
 

@@ -7,11 +7,12 @@
  * initialising thread itself may recurse into malloc (pthread_atfork can allocate) and is let
  * through, since everything the allocator needs was set up before that call.
  *
- * Fork: prepare takes every global lock in lock order (heap pool, abandoned list, registry),
- * so the child starts with consistent lists; the child resets them.
+ * Fork: prepare takes every spinlock in the lock order (enum lock_rank, core/lock.h), so the
+ * child starts with consistent lists; the child resets them.
  */
 #include <pthread.h>
 
+#include "core/debug.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/lock.h"
@@ -78,6 +79,7 @@ void sefer__process_init(void)
 	in_init = true;
 	sefer__annotate_init(); /* before the first segment is mapped */
 	sefer__os.init(&sefer__os_info);
+	sefer_assert(sefer_os_features_agree(&sefer__os)); /* the port's features, its slots */
 	sefer__options_init();
 	if (sefer__opt.show_stats && os_has(SEFER_OS_KEEP_ERR))
 		sefer__os.keep_err();

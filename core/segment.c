@@ -27,7 +27,8 @@
  * the last heap but one to exit purges them all at once (heap_abandon), so an idle process's
  * RSS still follows its live set.
  *
- * Lock order: spare_lock is taken with no other lock held, or inside abandoned_lock.
+ * Lock order: enum lock_rank (core/lock.h); spare_lock is taken with no other lock held, or
+ * inside abandoned_lock.
  *
  * Page-slot states (bit masks in the header): in a span (~free_pages); free and never used
  * since mapped (reads as zero); free and dirty (committed, old contents); free and purged
@@ -167,7 +168,7 @@ static void annotate_large_unplaced(const struct segment *seg)
 }
 
 /* ---- spare segments (empty, of exited heaps) ---- */
-static struct spinlock spare_lock = SPINLOCK_INIT;
+static struct spinlock spare_lock = SPINLOCK_INIT(LOCK_RANK_SPARE);
 static struct segment *spare;
 static unsigned nspare; /* written under spare_lock, read without it as a hint */
 /* earliest spare/abandoned purge deadline, 0 = none */

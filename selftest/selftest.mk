@@ -51,6 +51,8 @@ variant-config := DEBUG_DOUBLE_FREE=n SEGMENT_SHIFT=21 PAGE_SHIFT=15 GUARD_PAGES
 # ---- sanitizers: the core built by clang with ASan, TSan or UBSan (malloc face off, since the
 # sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*; TSan
 # also with liburcu's registry (tsan-urcu) and in the variant configuration (tsan-variant).
+# check-tsan runs with CONFIG_DEBUG_CORE: the core's assertions and the lock-order witness
+# under the threads of the stress test and the unit suites.
 # The process suite (fork, RLIMIT_AS, exec'd children) runs in the plain and UBSan builds only:
 # ASan's shadow memory does not fit a 512 MiB address-space limit and TSan does not support
 # fork from a threaded process.
@@ -60,7 +62,7 @@ san-cflags-tsan-urcu := -fsanitize=thread
 san-cflags-tsan-variant := -fsanitize=thread
 san-cflags-ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
 san-config-asan := MALLOC_FACE=n SYNC_C11=y SANITIZE_ADDRESS=y
-san-config-tsan := MALLOC_FACE=n SYNC_C11=y
+san-config-tsan := MALLOC_FACE=n SYNC_C11=y DEBUG_CORE=y
 san-config-tsan-urcu := MALLOC_FACE=n SYNC_URCU=y
 san-config-tsan-variant := MALLOC_FACE=n SYNC_C11=y $(variant-config)
 san-config-ubsan := MALLOC_FACE=n
@@ -142,11 +144,12 @@ check-malloc-fuzz: malloc-fuzz
 # The same, FUZZ_TIME seconds, in two more configurations built from this one in
 # $(objtree)/fuzz-<name>, from the same seeds: hardened (shuffled free lists, encoded links,
 # the sized frees' contract) with the fastbin policy on, paths the defconfig's run never
-# takes; and the variant (variant-config, above, with the C11 registry), without free marks
-# and so without ASan poisoning, whose first 12-minute run found the poisoning's false report
-# that made SANITIZE_ADDRESS depend on the marks.
+# takes; and the variant (variant-config, above, with the C11 registry and CONFIG_DEBUG_CORE:
+# every input also runs the core's assertions), without free marks and so without ASan
+# poisoning, whose first 12-minute run found the poisoning's false report that made
+# SANITIZE_ADDRESS depend on the marks.
 mfuzz-config-hardened := HARDENED=y POLICY_FASTBIN=y
-mfuzz-config-variant := $(variant-config) SYNC_C11=y
+mfuzz-config-variant := $(variant-config) SYNC_C11=y DEBUG_CORE=y
 check-malloc-fuzz-hardened check-malloc-fuzz-variant: check-malloc-fuzz-%:
 	$(Q)mkdir -p $(objtree)/fuzz-$*
 	$(Q)KCONFIG_CONFIG=$(objtree)/fuzz-$*/.config $(KCONFIG) set $(KCONFIG_CONFIG) \

@@ -19,6 +19,7 @@ static const struct {
 	{ "pages", pages_suite },	{ "generations", generations_suite },
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
+	{ "debug", debug_suite },
 };
 
 int main(int argc, char **argv)

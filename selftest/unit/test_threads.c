@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/lock.h"
 #include "core/stats.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 #define RING 4096
@@ -239,7 +240,7 @@ END_TEST
  * keeps the lock (here it sleeps, as a preempted holder would not run), the waiter yields, and
  * the stats count it. Needs CONFIG_STATS and a backend with a yield op.
  */
-static struct spinlock held_lock = SPINLOCK_INIT;
+static struct spinlock held_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static atomic_int waiter_done;
 
 static void *lock_waiter(void *arg)
