@@ -195,7 +195,13 @@ empty :=
 space := $(empty) $(empty)
 policy-spec = $(1):$(or $(subst $(space),$(comma),$(strip $($(notdir $(1))-state))),-):$(or \
 	$(strip $($(notdir $(1))-hot)),-)
-policies-now := $(foreach p,$(policies),$(call policy-spec,$(p)))
+# Every policy folder with a unit suite, policies/<name>/test_<name>.c, enabled or not: the
+# suites build in every configuration (selftest/selftest.mk) and register through
+# SEFER_POLICY_TESTS in include/generated/policies.h.
+policy-tests := $(foreach d,$(policy-dirs),\
+	$(if $(wildcard $(srctree)/$(d)/test_$(notdir $(d)).c),$(d)))
+policies-now := $(foreach p,$(policies),$(call policy-spec,$(p))) \
+	tests=$(subst $(space),$(comma),$(notdir $(policy-tests)))
 policies-spec := $(objtree)/include/config/policies.spec
 policies-h := $(objtree)/include/generated/policies.h
 $(policies-h): $(policies-spec) $(srctree)/scripts/genpolicies.py

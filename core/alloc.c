@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/heaps.h"
 #include "core/init.h"
+#include "core/large.h"
 #include "core/options.h"
 
 /*
@@ -127,7 +128,7 @@ void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero
 	/* A cached segment is aligned to SEGMENT_SIZE only: larger alignments map their own. */
 	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &dirty) : NULL;
 	if (!seg) {
-		seg = sefer__segment_alloc_large(heap, size, align);
+		seg = sefer__segment_alloc_large(size, align, policy_segment_node(heap));
 		if (!seg) {
 			errno = ENOMEM;
 			return NULL;

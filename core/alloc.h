@@ -105,16 +105,8 @@ static always_inline void sefer_free_inline(void *p)
 			if (policy_small_free(heap, pg, p))
 				return;
 			heap_stat_call(heap, frees);
-			/* LIFO: the next malloc of the class takes it back while it is warm */
-			block_set_next(b, pg->free);
-			pg->free = b;
-			/* a load and a predicted branch: a store on every free cost 3-4% in tight
-			 * alloc/free loops (bignum, 16-byte bulk) */
-			if (unlikely(pg->is_zero))
-				pg->is_zero = 0;
-			if (unlikely(--pg->used == 0))
-				sefer__page_emptied(
-					pg); /* into seg's owner (heap, or a first-class heap) */
+			if (page_free_push(pg, b))
+				sefer__page_emptied(pg); /* into seg's owner (heap, or first-class) */
 			return;
 		}
 	}

@@ -113,7 +113,7 @@ static void check_segment(struct sync_node *n, void *arg)
 	}
 	if (used != seg->used_pages)
 		problem(c, "used page count wrong", seg);
-	/* segment.c: dirty and purged slots are free ones; a dirty slot has a deadline */
+	/* span.c, purge.c: dirty and purged slots are free ones; a dirty slot has a deadline */
 	if ((seg->dirty_pages | seg->purged_pages) & ~seg->free_pages ||
 	    seg->dirty_pages & seg->purged_pages ||
 	    (IS_ENABLED(CONFIG_DECOMMIT) && seg->dirty_pages && !seg->purge_at))

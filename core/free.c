@@ -3,7 +3,7 @@
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
  * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
- * protocol). With CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (segment.h) and
+ * protocol). With CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (block.h) and
  * that it is a carved block's start: the owner against the page descriptor, another thread
  * against the page geometry copied to the xthread line, so it reads no cache line the owner
  * writes at every malloc. The owner checks the pending mark again when it collects the block.
@@ -63,13 +63,11 @@ void sefer__free_local_block(struct heap *heap, struct segment *seg, struct page
 	block_mark_free(b);
 	annotate_block_free(b, pg->block_size);
 	heap_stat_call(heap, frees);
-	block_set_next(b, pg->free);
-	pg->free = b;
-	pg->is_zero = 0;
-	pg->used--;
+	bool emptied = page_free_push(pg, b);
+
 	if (pg->flags & PAGE_FULL)
 		sefer__page_unfull(heap, pg);
-	if (pg->used == 0)
+	if (emptied)
 		sefer__page_retire(heap, pg);
 }
 
@@ -186,7 +184,7 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
 	struct page *head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
 
-	/* release: publishes pg->delayed_next to the owner's acquire exchange (page.c). */
+	/* release: publishes pg->delayed_next to the owner's acquire exchange (heap.c). */
 	do
 		pg->delayed_next = head;
 	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg,
@@ -226,7 +224,7 @@ void sefer__free_slow(void *p)
 		if (owner == heap || !policy_keeps_small_blocks())
 			owned_set(seg); /* the next frees take the fast path */
 		/* Local but not plain: a full page, a pointer off the granule grid, or not a
-		 * freeable block (segment.h: block_freeable). */
+		 * freeable block (block.h: block_freeable). */
 		if (((uintptr_t)p & (GRANULE - 1)) || !block_freeable(pg, p)) {
 			report_bad_free(seg, p);
 			return;
@@ -239,7 +237,7 @@ void sefer__free_slow(void *p)
 					    */
 	/* Another heap's, or abandoned by an exited thread: pushed like any cross-thread free.
 	 * A thread that needs memory reclaims abandoned segments and collects these frees
-	 * (heap.c). Adopting on free instead made a thread that frees old items (the next
+	 * (unowned.c). Adopting on free instead made a thread that frees old items (the next
 	 * generation taking over its predecessor's, a main thread reaping its workers) own
 	 * every segment it touched and spread its allocations over all of them: threadgen at
 	 * two threads peaked at 2x mimalloc's RSS that way, and at 1.0x without. Freeing into

@@ -25,7 +25,9 @@
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H
 
+#include "core/block.h"
 #include "core/lock.h"
+#include "core/owned.h"
 #include "core/policy.h"
 #include "core/segment.h"
 
@@ -36,68 +38,6 @@ struct page_queue {
 struct heap_stats {
 	uint64_t mallocs, frees, xthread_frees, large_allocs;
 };
-
-#define RECLAIM_TRIES 8 /* abandoned segments adopted at most per page_find() miss */
-#define RECLAIM_SCAN 16 /* abandoned segments searched for one the heap freed into */
-
-/*
- * The owned-segment cache, one per thread (initial-exec TLS, so the free fast path reads it
- * without loading the heap pointer first): sefer_owned[owned_slot(p)] is OWNED_NONE or a small
- * segment that the thread's default heap owns (owner == heap), or one of its first-class heaps
- * (core/heaps.c). The free fast path compares segment_of(p) with that one entry: a match
- * proves p's segment is mapped and the caller's, which the segment table and the owner field
- * would otherwise prove in two dependent loads and ten instructions. Filled by free_slow()
- * when it finds the caller owns the segment; an entry is dropped (owned_forget) before one of
- * the thread's heaps lets the segment go (segment_free, exit), by that thread: only a heap's
- * owner thread lets its segments go while it runs (an exited or orphaned heap's thread has
- * no cache left). The compare keeps the low four bits of the pointer (sefer_free_inline), so
- * OWNED_NONE has a bit the masked pointer never has (bit 4): it matches no pointer, NULL and
- * 1 included.
- */
-#define OWNED_SLOTS 8
-#define OWNED_NONE ((struct segment *)GRANULE)
-
-SEFER_INTERNAL_EXTERN __thread struct segment *sefer__owned[OWNED_SLOTS]
-	__attribute__((tls_model("initial-exec")));
-
-static always_inline size_t owned_slot(const void *p)
-{
-	return ((uintptr_t)p >> SEGMENT_SHIFT) & (OWNED_SLOTS - 1);
-}
-
-/* The calling thread's cache entry for p's slot (the fast path compares it with p's key). */
-static always_inline uintptr_t owned_entry(const void *p)
-{
-	return (uintptr_t)sefer__owned[owned_slot(p)];
-}
-
-/*
- * What owned_entry(p) holds when p's segment is cached: p's segment with p's low four bits
- * kept, the segment itself exactly when p is on the 16-byte grid, as every block is.
- */
-static always_inline uintptr_t owned_key(const void *p)
-{
-	return (uintptr_t)p & (~SEGMENT_MASK | (GRANULE - 1));
-}
-
-/* seg, owned by the calling thread's default heap or one of its first-class heaps */
-static inline void owned_set(struct segment *seg)
-{
-	sefer__owned[owned_slot(seg)] = seg;
-}
-
-/* The calling thread lets seg go (or keeps it, but frees may not take the fast path). */
-static inline void owned_forget(struct segment *seg)
-{
-	if (sefer__owned[owned_slot(seg)] == seg)
-		sefer__owned[owned_slot(seg)] = OWNED_NONE;
-}
-
-static inline void owned_forget_all(void)
-{
-	for (size_t i = 0; i < OWNED_SLOTS; i++)
-		sefer__owned[i] = OWNED_NONE;
-}
 
 /*
  * What a first-class heap (sefer_heap_new, core/heaps.c) adds to a heap. A thread's default
@@ -120,20 +60,7 @@ struct heap {
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
 	struct page_queue full;		   /* pages with none, waiting for frees */
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
-	struct segment *segments;			  /* small segments with free page slots */
-	struct segment *full_segments;			  /* small segments with none */
-	struct segment *cache;				  /* empty segments kept for reuse */
-	unsigned ncache;
-	bool live;
-	uint64_t next_purge; /* ms of the earliest pending purge, 0 = none */
-	/* The heap's purge delay is SEFER_PURGE_DELAY_MS << purge_backoff: raised when a span
-	 * takes slots purged a short while ago, lowered after a calm spell (purge.c) */
-	unsigned purge_backoff;
-	uint64_t backoff_since; /* ms of the last change of purge_backoff */
-	/* A late pass left the heap's slots for one more delay (purge.c, "resuming") */
-	bool purge_deferred;
-	uint64_t warm_spans;	   /* spans that took dirty slots */
-	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */
+	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
@@ -173,19 +100,6 @@ static always_inline struct heap *heap_get(void)
 #define heap_stat_call(h, field) ((void)(h))
 #endif
 
-/* Lower the heap's earliest purge deadline to `when` (0: nothing due). */
-static inline void heap_purge_at(struct heap *heap, uint64_t when)
-{
-	if (when && (!heap->next_purge || when < heap->next_purge))
-		heap->next_purge = when;
-}
-
-/* Every span head of a small segment. */
-#define for_each_span(seg, pg, idx)                                                          \
-	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;                                 \
-	     idx += (seg)->pages[idx].span ? (seg)->pages[idx].span : 1)                       \
-		if (((pg) = &(seg)->pages[idx])->span)
-
 /* heap.c */
 SEFER_INTERNAL __must_check struct heap *sefer__heap_init_thread(void);
 SEFER_INTERNAL __must_check struct heap *sefer__heap_struct_get(void);
@@ -194,11 +108,13 @@ SEFER_INTERNAL void sefer__heap_setup(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_reset(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_abandon(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg);
-SEFER_INTERNAL bool sefer__abandoned_reclaim(struct heap *heap, unsigned bin);
-SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
+SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
+SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
+SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg);
 /* Fork handlers: prepare returns holding pool_lock, abandoned_lock and spare_lock (in that
- * order), parent and child drop them. */
+ * order; the last two are core/unowned.c's), parent and child drop them. */
 SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock);
 SEFER_INTERNAL void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
@@ -210,16 +126,12 @@ SEFER_INTERNAL void sefer__heap_fork_child(void) __releases(spare_lock) __releas
 SEFER_INTERNAL void sefer__queue_push_front(struct page_queue *q, struct page *pg);
 SEFER_INTERNAL void sefer__queue_push_back(struct page_queue *q, struct page *pg);
 SEFER_INTERNAL void sefer__queue_remove(struct page_queue *q, struct page *pg);
-SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
 SEFER_INTERNAL __must_check struct page *sefer__page_find(struct heap *heap, unsigned bin);
 SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag);
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);
-SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
-SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
-SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
 
 /* Hot-path bodies of the policies, which need struct heap (core/policy_hot.h). */
 #include "core/policy_hot.h"

@@ -48,12 +48,11 @@
 #include "core/error.h"
 #include "core/heaps.h"
 #include "core/init.h"
+#include "core/purge.h"
 #include "core/stats.h"
+#include "core/unowned.h"
 #include "sefer.h"
 #include "sefer/os.h"
-
-#define HOME_VISITING ((struct heap *)3)
-#define HOME_DYING ((struct heap *)4)
 
 static inline struct heap *heap_of(struct sefer_heap *h)
 {
@@ -290,7 +289,7 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 
 static bool visit_small(struct heap *heap, visit_fn fn, void *arg)
 {
-	struct segment *lists[2] = { heap->segments, heap->full_segments };
+	struct segment *lists[2] = { heap->segments.with_space, heap->segments.full };
 	struct page *pg;
 
 	/* The list heads are read once: a visit neither adds nor frees spans or segments
@@ -361,13 +360,13 @@ SEFER_API bool sefer_heap_visit(struct sefer_heap *h, visit_fn fn, void *arg)
 
 /* ---- destroy and orphaning ---- */
 
-static void drop_segments(struct heap *heap, struct segment *seg)
+static void drop_segments(struct segment *seg)
 {
 	struct segment *next;
 
 	for (; seg; seg = next) {
 		next = seg->next;
-		sefer__segment_drop(heap, seg);
+		sefer__segment_drop(seg);
 	}
 }
 
@@ -406,10 +405,10 @@ SEFER_API void sefer_heap_destroy(struct sefer_heap *h)
 	sefer__policy_heap_exit_all(heap);
 	destroy_large(heap);
 	atomic_store_explicit(&heap->delayed, NULL, memory_order_relaxed);
-	drop_segments(heap, heap->segments);
-	drop_segments(heap, heap->full_segments);
-	drop_segments(heap, heap->cache);
-	heap->live = false;
+	drop_segments(heap->segments.with_space);
+	drop_segments(heap->segments.full);
+	drop_segments(heap->segments.cache);
+	heap->segments.live = false;
 	sefer__heap_reset(heap); /* first_class false, home NULL: later calls on h are misuses */
 	stat_add(&sefer__gstats.heaps, NULL, -1);
 	sefer__heap_struct_put(heap);
@@ -430,16 +429,9 @@ void sefer__heaps_orphan_children(struct heap *home)
 		sefer__heap_drain_delayed(heap);
 		sefer__heap_release_empty(heap);
 		sefer__policy_heap_exit_all(heap);
-		sefer__heap_cache_to_spares(heap);
-		if (IS_ENABLED(CONFIG_DECOMMIT)) {
-			uint64_t now = sefer__os.clock_ms();
-			struct segment *lists[2] = { heap->segments, heap->full_segments };
-
-			for (int l = 0; l < 2; l++)
-				for (struct segment *seg = lists[l]; seg; seg = seg->next)
-					sefer__segment_purge(heap, seg, now, true);
-			heap->next_purge = 0;
-		}
+		sefer__set_cache_to_spares(&heap->segments);
+		if (IS_ENABLED(CONFIG_DECOMMIT))
+			sefer__purge_set(&heap->segments, sefer__os.clock_ms(), true);
 		/* release: pairs with the acquire CAS of the thread that destroys the orphan */
 		atomic_store_explicit(&heap->fc.home, NULL, memory_order_release);
 	}

@@ -38,10 +38,10 @@ static inline bool heap_reclaims(const struct heap *heap)
 }
 
 /* Is owner (a small segment's owner field) a first-class heap of the thread whose default
- * heap is me? Any thread; owner may be NULL or HELD_OWNER. */
+ * heap is me? Any thread; owner may be NULL or HELD_OWNER (core/owner.h). */
 static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 {
-	return (uintptr_t)owner > (uintptr_t)HELD_OWNER &&
+	return owner_is_heap(owner) &&
 	       atomic_load_explicit(&((struct heap *)owner)->fc.home, memory_order_relaxed) == me;
 }
 

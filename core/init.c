@@ -28,7 +28,7 @@ SEFER_INTERNAL uint64_t sefer__shuffle_key;
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
 
-/* The locks of heap.c (pool, abandoned), segment.c (spare) and the registry (sync.h). */
+/* The locks of heap.c (pool), unowned.c (abandoned, spare) and the registry (sync.h). */
 static void fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock) __acquires(reg_lock)
 {

@@ -36,8 +36,8 @@ enum lock_rank {
 	LOCK_RANK_HEAP_LARGE,	/* every first-class heap's fc.large_lock (heaps.c): its large
 				 * blocks. Nothing is taken under one; only the fork handlers hold
 				 * several at once (spin_lock_nested), inside pool_lock */
-	LOCK_RANK_ABANDONED,	/* abandoned_lock (heap.c): the abandoned-segment list */
-	LOCK_RANK_SPARE,	/* spare_lock (segment.c): the spare-segment list */
+	LOCK_RANK_ABANDONED,	/* abandoned_lock (unowned.c): the abandoned-segment list */
+	LOCK_RANK_SPARE,	/* spare_lock (unowned.c): the spare-segment list */
 	LOCK_RANK_REGISTRY,	/* reg_lock (sync_urcu.c, sync_c11.c): registry writers; innermost */
 	LOCK_RANK_COUNT
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Pages: bin queues, the direct table, carving, collecting frees, full pages.
+ * Pages: bin queues, carving, collecting frees, full pages, finding a page for a bin.
  *
  * Owner thread only, no locks. The one shared field is page->xthread, a list of blocks freed
  * by other threads whose low two bits carry a tag (segment.h):
@@ -23,7 +23,9 @@
 #include "core/heaps.h"
 #include "core/lock.h"
 #include "core/options.h"
-#include "sefer/os.h"
+#include "core/purge.h"
+#include "core/span.h"
+#include "core/unowned.h"
 
 /*
  * A page carves its never-used blocks this many bytes at a time (one block when a block is
@@ -42,7 +44,6 @@ void sefer__queue_push_front(struct page_queue *q, struct page *pg)
 	else
 		q->last = pg;
 	q->first = pg;
-	pg->in_queue = 1;
 }
 
 void sefer__queue_push_back(struct page_queue *q, struct page *pg)
@@ -54,7 +55,6 @@ void sefer__queue_push_back(struct page_queue *q, struct page *pg)
 	else
 		q->first = pg;
 	q->last = pg;
-	pg->in_queue = 1;
 }
 
 void sefer__queue_remove(struct page_queue *q, struct page *pg)
@@ -68,21 +68,6 @@ void sefer__queue_remove(struct page_queue *q, struct page *pg)
 	else
 		q->last = pg->prev;
 	pg->next = pg->prev = NULL;
-	pg->in_queue = 0;
-}
-
-/* Point the direct-table slots of `bin` at its first page (or the empty page). */
-void sefer__heap_direct_update(struct heap *heap, unsigned bin)
-{
-	size_t bs = bin_block_size(bin);
-
-	if (bs > DIRECT_MAX)
-		return;
-	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &sefer__page_empty;
-	size_t lo = bin > 1 ? (bin_block_size(bin - 1) >> GRANULE_SHIFT) + 1 : 0;
-
-	for (size_t s = lo; s <= (bs >> GRANULE_SHIFT); s++)
-		heap->direct[s] = pg;
 }
 
 #if IS_ENABLED(CONFIG_HARDENED)
@@ -192,16 +177,6 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	page_extend(heap, pg);
 }
 
-static inline uintptr_t xt_ptr(uintptr_t v)
-{
-	return v & ~XT_MASK;
-}
-
-static inline uintptr_t xt_tag(uintptr_t v)
-{
-	return v & XT_MASK;
-}
-
 /*
  * Take the blocks other threads freed into pg and put them on its free list. The tag is kept,
  * or set to new_tag if new_tag != (uintptr_t)-1. Returns whether any block was taken.
@@ -230,7 +205,7 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 				sefer__report_corruption(
 					"cross-thread free list holds a block that is not pending",
 					b);
-			block_mark_free(b); /* no longer pending (segment.h) */
+			block_mark_free(b); /* no longer pending (block.h) */
 		}
 		last = b;
 		n++;
@@ -295,36 +270,6 @@ void sefer__page_unfull(struct heap *heap, struct page *pg)
 }
 
 /*
- * acquire: pairs with the pusher's release FREEING -> NOTIFIED (free.c), so the pusher's link
- * of pg into our delayed list, and its earlier block pushes, are visible once we see it done.
- */
-static void wait_not_freeing(struct page *pg)
-{
-	while (xt_tag(atomic_load_explicit(&pg->xthread, memory_order_acquire)) == XT_FREEING)
-		cpu_relax();
-}
-
-void sefer__heap_drain_delayed(struct heap *heap)
-{
-	/* acquire: pairs with each pusher's release CAS on heap->delayed (free.c); the CASes are
-	 * RMWs, so one acquire synchronizes with all of them and every delayed_next written
-	 * before a push is visible while we walk the list. */
-	struct page *pg = atomic_exchange_explicit(&heap->delayed, NULL, memory_order_acquire);
-
-	while (pg) {
-		struct page *next = pg->delayed_next;
-
-		if (atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed) == heap) {
-			wait_not_freeing(pg);
-			sefer__page_collect_xthread(pg, XT_NORMAL);
-			if (pg->flags & PAGE_FULL)
-				sefer__page_unfull(heap, pg);
-		}
-		pg = next;
-	}
-}
-
-/*
  * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
  * it moves to the front of its queue; it is given back only when the front page is empty too
  * (two empty pages in one bin), so alloc-N/free-N patterns do not map and carve a page per
@@ -341,7 +286,7 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 		return; /* on the delayed list: retired when drained and freed again */
 	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {
-		sefer__span_free(heap, pg);
+		sefer__span_free(&heap->segments, pg);
 		return;
 	}
 	sefer__queue_push_front(q, pg);
@@ -355,33 +300,6 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 void sefer__page_emptied(struct page *pg)
 {
 	sefer__page_retire(atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed), pg);
-}
-
-/*
- * Purge what is due: this heap's segments (and its cached empty ones), then the spare and
- * abandoned segments of exited heaps when the global deadline has passed. All with force.
- * took_span: the heap's slow path just took a span (a late pass may then defer, purge.c); not
- * for sefer_collect(), which purges what aged out whenever the program asks.
- */
-static void heap_purge_due(struct heap *heap, bool force, bool took_span)
-{
-	uint64_t now = sefer__os.clock_ms();
-	uint64_t global = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
-
-	if (force || (global && now >= global))
-		sefer__global_purge(now, force);
-	if (!force && (!heap->next_purge || now < heap->next_purge))
-		return;
-	if (!force && took_span && sefer__heap_purge_deferred(heap, now))
-		return;
-	heap->next_purge = 0;
-	sefer__heap_purge_calm(heap, now);
-	for (struct segment *s = heap->segments; s; s = s->next)
-		sefer__segment_purge(heap, s, now, force);
-	for (struct segment *s = heap->full_segments; s; s = s->next)
-		sefer__segment_purge(heap, s, now, force);
-	for (struct segment *s = heap->cache; s; s = s->next)
-		sefer__segment_purge(heap, s, now, force);
 }
 
 /* Has a page of bin's queue a block to hand out, now or after collecting? (reclaim's test) */
@@ -424,16 +342,15 @@ retry:
 			goto found;
 	}
 	if (!reclaimed && heap_reclaims(heap) &&
-	    !sefer__heap_has_span_space(heap, bin_span_pages(bin))) {
+	    !sefer__span_has_space(&heap->segments, bin_span_pages(bin))) {
 		reclaimed = true;
 		if (sefer__abandoned_reclaim(heap, bin))
 			goto retry;
 	}
-	pg = sefer__span_alloc(heap, bin_span_pages(bin));
-	/* after the span took the dirty slots it wanted (segment.c) */
-	if (IS_ENABLED(CONFIG_DECOMMIT) &&
-	    (heap->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed)))
-		heap_purge_due(heap, false, true);
+	pg = sefer__span_alloc(&heap->segments, bin_span_pages(bin), policy_segment_node(heap));
+	/* after the span took the dirty slots it wanted (core/span.c) */
+	if (IS_ENABLED(CONFIG_DECOMMIT) && purge_pending(&heap->segments))
+		sefer__purge_pass(&heap->segments, false, true);
 	if (!pg)
 		return NULL;
 	page_init(heap, pg, bin);
@@ -449,35 +366,4 @@ found:
 	if (pg != first)
 		sefer__heap_direct_update(heap, bin);
 	return pg;
-}
-
-/*
- * Collect every queued page's frees and give back the pages that are empty (used is exact:
- * no list to walk). Its bins' direct entries are updated.
- */
-void sefer__heap_release_empty(struct heap *heap)
-{
-	for (unsigned bin = 1; bin < NBINS; bin++) {
-		struct page *pg, *next;
-
-		for (pg = heap->bins[bin].first; pg; pg = next) {
-			next = pg->next;
-			sefer__page_collect_xthread(pg, (uintptr_t)-1);
-			if (pg->used == 0) {
-				sefer__queue_remove(&heap->bins[bin], pg);
-				sefer__span_free(heap, pg);
-			}
-		}
-		sefer__heap_direct_update(heap, bin);
-	}
-}
-
-/* Collect every page's frees, release empty pages, purge (all pending with force). */
-void sefer__heap_collect(struct heap *heap, bool force)
-{
-	sefer__heap_drain_delayed(heap);
-	sefer__heap_release_empty(heap);
-	sefer__policy_collect_all(heap, force);
-	if (IS_ENABLED(CONFIG_DECOMMIT))
-		heap_purge_due(heap, force, false);
 }

@@ -1,31 +1,189 @@
 // SPDX-License-Identifier: MIT
 /*
- * Purge timing of a heap's segments: how long its free dirty slots wait before segment.c gives
- * them back (segment.c, "Purge timing", has the mechanism: slot times, deadlines, passes).
+ * Purging: giving the memory of free dirty page slots back to the OS (sefer_os.purge), and
+ * deciding when. Everything about it is here: the slots of one segment, the passes over a
+ * segment set (a heap's segments), the timing rules that adjust a set's delay to the program,
+ * and the process-wide pass over the segments no heap owns (core/unowned.c walks their lists
+ * under their locks and hands each held segment here).
  *
- * Two rules adjust the wait to the program, both on the owner's slow path, owner-only state in
- * struct heap, no locks:
- *  - backoff: a span that takes slots purged a short while ago raises the heap's delay;
- *  - resuming: a pass that comes late (the heap took no span for a while) leaves the slots for
- *    one more delay.
- * Invariants: the delay of a heap is SEFER_PURGE_DELAY_MS << purge_backoff with purge_backoff
+ * Timing: a slot that becomes free and dirty is purged once it has stayed so for the delay:
+ * each dirty slot has its time (its descriptor's slot_since, unused while the slot is in a
+ * span) and seg->purge_at is the earliest deadline, which the owner's slow path checks
+ * (purge_pass). A deadline purges the slots that are due, not every dirty slot of the segment.
+ * The delay is SEFER_PURGE_DELAY_MS for segments no heap owns; a set's is longer when its
+ * purged slots are soon taken again (backoff), and a set's pass that comes late (resuming
+ * after a pause) leaves the slots one more delay. A purged slot's slot_since holds when it was
+ * purged (0: by force). The slow path purges after it took what span it needed, and a new span
+ * takes dirty slots first (core/span.c): memory one phase of a program freed is reused warm by
+ * the next instead of being given back and faulted in again. Empty segments in a set's cache
+ * and on the spare list keep their memory until then too, so a heap that empties and refills a
+ * segment, or a thread generation that follows an exited one, reuses warm memory instead of
+ * faulting it in again (and the purge's TLB shootdown is saved). Spare and abandoned segments
+ * have no owner to purge them: their deadlines feed sefer_purge_at, which every thread's slow
+ * path checks (purge_pass, global_purge), and the last heap but one to exit purges them all at
+ * once (heap_abandon), so an idle process's RSS still follows its live set.
+ *
+ * Invariants: the delay of a set is SEFER_PURGE_DELAY_MS << purge_backoff with purge_backoff
  * <= PURGE_BACKOFF_MAX, and SEFER_PURGE_DELAY_MS itself for segments no heap owns (spares,
  * abandoned ones); a delay of 0 (purge at once) or "never" is never changed; forced purges
- * (thread exit, sefer_collect(true)) are neither deferred nor counted.
+ * (thread exit, sefer_collect(true)) are neither deferred nor counted. A set's state is its
+ * owner's, a segment's its owner's or its holder's (HELD_OWNER); sefer_purge_at is atomic.
  */
-#include "core/heap.h"
 #include "core/options.h"
+#include "core/purge.h"
 #include "core/stats.h"
+#include "core/unowned.h"
 #include "sefer/os.h"
+
+/* ---- a segment's slots ---- */
+
+/* Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline). */
+static void purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
+{
+	uint64_t done = mask & seg->dirty_pages;
+
+	mask = done;
+	if (!mask)
+		return;
+	for (uint64_t m = done; m; m &= m - 1)
+		seg->pages[__builtin_ctzll(m)].slot_since = now;
+	while (mask) {
+		unsigned lo = (unsigned)__builtin_ctzll(mask);
+		uint64_t run = mask >> lo;
+		unsigned len = ~run ? (unsigned)__builtin_ctzll(~run) : 64 - lo;
+
+		sefer__os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
+				(size_t)len << SPAGE_SHIFT, IS_ENABLED(CONFIG_PURGE_DONTNEED));
+		mask &= len >= 64 ? 0 : ~(((1ULL << len) - 1) << lo);
+	}
+	long long bytes = (long long)__builtin_popcountll(done) << SPAGE_SHIFT;
+
+	seg->dirty_pages &= ~done;
+	seg->purged_pages |= done;
+	stat_add(&sefer__gstats.committed, NULL, -bytes);
+	stat_add(&sefer__gstats.purged, NULL, bytes);
+}
+
+/* Give back every dirty slot of seg now (its owner, or the holder of HELD_OWNER). */
+void sefer__purge_dirty(struct segment *seg)
+{
+	purge_slots(seg, seg->dirty_pages, 0);
+	seg->purge_at = 0;
+}
+
+/* seg's next purge deadline: when its longest-dirty slot is due; 0 if no slot is dirty. */
+uint64_t sefer__segment_deadline(struct segment *seg)
+{
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !seg->dirty_pages)
+		return 0;
+	return seg->purge_at;
+}
+
+/*
+ * Purge the slots of seg that have been dirty for the delay at `now` (every dirty slot with
+ * force) and return its next deadline, 0 when no slot stays dirty. Its owner, or the holder
+ * of HELD_OWNER.
+ */
+uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force, uint64_t delay)
+{
+	uint64_t due = 0, next = 0;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return 0;
+	if (force) {
+		sefer__purge_dirty(seg);
+		return 0;
+	}
+	if (!seg->purge_at || now < seg->purge_at)
+		return sefer__segment_deadline(seg);
+	for (uint64_t m = seg->dirty_pages; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		uint64_t at = seg->pages[i].slot_since + delay;
+
+		if (now >= at)
+			due |= (uint64_t)1 << i;
+		else if (!next || at < next)
+			next = at;
+	}
+	purge_slots(seg, due, now);
+	seg->purge_at = next;
+	return next;
+}
+
+/* The slots `bits` of seg become free and dirty now (core/span.c): their time starts. */
+void sefer__purge_slots_freed(struct segment *seg, uint64_t bits, uint64_t delay)
+{
+	uint64_t now;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	now = sefer__os.clock_ms();
+	for (uint64_t m = bits; m; m &= m - 1)
+		seg->pages[__builtin_ctzll(m)].slot_since = now;
+	if (!seg->purge_at)
+		seg->purge_at = now + delay;
+}
+
+/* ---- a segment set's passes ---- */
+
+/* What of set's segment seg is due; its next deadline becomes the set's. */
+void sefer__segment_purge(struct segment_set *set, struct segment *seg, uint64_t now, bool force)
+{
+	set_purge_at(set, sefer__segment_purge_due(seg, now, force, sefer__purge_delay(set)));
+}
+
+/* Slots of seg became dirty (span_free, segment_free): its deadline becomes the set's. */
+void sefer__purge_schedule(struct segment_set *set, struct segment *seg)
+{
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	if (sefer__purge_delay(set) == 0) {
+		sefer__purge_dirty(seg);
+		return;
+	}
+	set_purge_at(set, sefer__segment_deadline(seg));
+}
+
+/* What is due in every segment of set at `now` (everything dirty with force). */
+void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
+{
+	struct segment *lists[3] = { set->with_space, set->full, set->cache };
+
+	set->next_purge = 0;
+	for (int l = 0; l < 3; l++)
+		for (struct segment *s = lists[l]; s; s = s->next)
+			sefer__segment_purge(set, s, now, force);
+}
+
+/*
+ * Purge what is due: the set's segments (its cached empty ones included), then the spare and
+ * abandoned segments of exited heaps when the global deadline has passed. All with force.
+ * took_span: the owner's slow path just took a span (a late pass may then defer, "resuming");
+ * not for sefer_collect(), which purges what aged out whenever the program asks.
+ */
+void sefer__purge_pass(struct segment_set *set, bool force, bool took_span)
+{
+	uint64_t now = sefer__os.clock_ms();
+	uint64_t global = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+
+	if (force || (global && now >= global))
+		sefer__global_purge(now, force);
+	if (!force && (!set->next_purge || now < set->next_purge))
+		return;
+	if (!force && took_span && sefer__purge_deferred(set, now))
+		return;
+	sefer__purge_calm(set, now);
+	sefer__purge_set(set, now, force);
+}
 
 /*
  * ---- purge backoff ----
- * A heap's delay is the base delay doubled purge_backoff times (at most PURGE_BACKOFF_MAX
+ * A set's delay is the base delay doubled purge_backoff times (at most PURGE_BACKOFF_MAX
  * times: 16 times SEFER_PURGE_DELAY_MS, 800 ms by default). A span that takes slots which a
  * deadline purged less than the longest delay ago finds memory given back only to be faulted
- * in again: the heap's delay rises at once to twice the time those slots were free (the time
+ * in again: the set's delay rises at once to twice the time those slots were free (the time
  * since their purge plus the delay that purged them), at least one step. CALM_DELAYS delays
- * after the last change with no such span, the heap's next purge pass lowers it one step.
+ * after the last change with no such span, the set's next purge pass lowers it one step.
  * Forced purges (thread exit, sefer_collect(true)) leave slot_since 0 and count for nothing.
  * Owner only.
  */
@@ -38,22 +196,22 @@ static inline bool delay_is_never(uint64_t base)
 	return base > ((uint64_t)1 << 48);
 }
 
-/* The purge delay of heap's segments; SEFER_PURGE_DELAY_MS with heap NULL (no owner). */
-uint64_t sefer__heap_purge_delay(const struct heap *heap)
+/* The purge delay of set's segments; SEFER_PURGE_DELAY_MS with set NULL (no owner). */
+uint64_t sefer__purge_delay(const struct segment_set *set)
 {
 	uint64_t base = __atomic_load_n(&sefer__opt.purge_delay_ms, __ATOMIC_RELAXED);
 
-	if (!heap || delay_is_never(base))
+	if (!set || delay_is_never(base))
 		return base;
-	return base << heap->purge_backoff;
+	return base << set->purge_backoff;
 }
 
-/* A span of heap takes the purged slots `purged` of seg: were they purged too soon? */
-void sefer__purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t purged)
+/* A span of set takes the purged slots `purged` of seg: were they purged too soon? */
+void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg, uint64_t purged)
 {
-	uint64_t base = sefer__heap_purge_delay(NULL), delay = sefer__heap_purge_delay(heap), now,
+	uint64_t base = sefer__purge_delay(NULL), delay = sefer__purge_delay(set), now,
 		 since = 0;
-	unsigned k = heap->purge_backoff;
+	unsigned k = set->purge_backoff;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || delay_is_never(base) || k >= PURGE_BACKOFF_MAX)
 		return;
@@ -73,45 +231,142 @@ void sefer__purge_backoff_check(struct heap *heap, struct segment *seg, uint64_t
 	do
 		k++;
 	while (k < PURGE_BACKOFF_MAX && base << k < 2 * idle);
-	heap->purge_backoff = k;
-	heap->backoff_since = now;
+	set->purge_backoff = k;
+	set->backoff_since = now;
 	stat_add(&sefer__gstats.purge_backoffs, NULL, 1);
 }
 
 /*
  * ---- resuming ----
- * There is no background thread: a heap's pass runs when its slow path takes a new span. A
- * pass that comes half a delay or more after the heap's deadline finds a heap that took no
- * span for that long and takes one now: it resumes after a pause. What it freed before the
+ * There is no background thread: a set's pass runs when its owner's slow path takes a new
+ * span. A pass that comes half a delay or more after the set's deadline finds an owner that
+ * took no span for that long and takes one now: it resumes after a pause. What it freed before the
  * pause stayed resident through it, and giving it back now, as the new phase starts, would
  * make the phase fault it in again (a server's next burst of requests). Such a pass leaves
- * the heap's slots for one more delay, and the next one purges what is still due, unless the
- * heap took dirty slots since (the deferral was right: the new phase reused the memory).
+ * the set's slots for one more delay, and the next one purges what is still due, unless the
+ * set took dirty slots since (the deferral was right: the new phase reused the memory).
  * Only the pass after a span (page_find) asks; sefer_collect() purges what aged out. Returns
  * whether this pass is deferred.
  */
-bool sefer__heap_purge_deferred(struct heap *heap, uint64_t now)
+bool sefer__purge_deferred(struct segment_set *set, uint64_t now)
 {
-	uint64_t delay = sefer__heap_purge_delay(heap);
+	uint64_t delay = sefer__purge_delay(set);
 
-	if (now < heap->next_purge + delay / 2 ||
-	    (heap->purge_deferred && heap->warm_spans == heap->warm_at_deferral)) {
-		heap->purge_deferred = false;
+	if (now < set->next_purge + delay / 2 ||
+	    (set->purge_deferred && set->warm_spans == set->warm_at_deferral)) {
+		set->purge_deferred = false;
 		return false;
 	}
-	heap->purge_deferred = true;
-	heap->warm_at_deferral = heap->warm_spans;
-	heap->next_purge = now + delay;
+	set->purge_deferred = true;
+	set->warm_at_deferral = set->warm_spans;
+	set->next_purge = now + delay;
 	return true;
 }
 
-/* A purge pass of heap at `now`: lower its delay a step after a calm spell. */
-void sefer__heap_purge_calm(struct heap *heap, uint64_t now)
+/* A purge pass of set at `now`: lower its delay a step after a calm spell. */
+void sefer__purge_calm(struct segment_set *set, uint64_t now)
 {
-	uint64_t calm = CALM_DELAYS * sefer__heap_purge_delay(heap);
+	uint64_t calm = CALM_DELAYS * sefer__purge_delay(set);
 
-	if (heap->purge_backoff && now >= heap->backoff_since + calm) {
-		heap->purge_backoff--;
-		heap->backoff_since = now;
+	if (set->purge_backoff && now >= set->backoff_since + calm) {
+		set->purge_backoff--;
+		set->backoff_since = now;
 	}
+}
+
+/*
+ * A span of set takes the slots `bits` of seg, before they leave the free masks
+ * (span_alloc): count a span that reuses dirty slots (resuming), check the backoff for purged
+ * ones, and count their memory committed again.
+ */
+void sefer__purge_span_taken(struct segment_set *set, struct segment *seg, uint64_t bits)
+{
+	uint64_t purged = seg->purged_pages & bits;
+
+	if (seg->dirty_pages & bits)
+		set->warm_spans++;
+	if (purged) {
+		sefer__purge_backoff_check(set, seg, purged);
+		stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak,
+			 (long long)__builtin_popcountll(purged) << SPAGE_SHIFT);
+	}
+}
+
+/* ---- the segments no heap owns ---- */
+
+/* earliest spare/abandoned purge deadline, 0 = none */
+SEFER_INTERNAL _Atomic(uint64_t) sefer__purge_at;
+
+/* Lower the global deadline to `when` (a spare or abandoned segment has dirty slots). */
+void sefer__global_purge_at(uint64_t when)
+{
+	uint64_t cur = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+
+	while ((!cur || when < cur) &&
+	       !atomic_compare_exchange_weak_explicit(&sefer__purge_at, &cur, when,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+struct unowned_pass {
+	uint64_t now;
+	bool force;
+};
+
+/* A spare or abandoned segment, held: what of it is due (SEFER_PURGE_DELAY_MS, no owner). */
+static uint64_t unowned_purge_due(struct segment *seg, void *arg)
+{
+	const struct unowned_pass *pass = arg;
+
+	return sefer__segment_purge_due(seg, pass->now, pass->force, sefer__purge_delay(NULL));
+}
+
+/* Purge the spare segments that are due (all with force); returns the next deadline or 0. */
+static uint64_t spare_purge(struct unowned_pass *pass)
+{
+	if (pass->force && IS_ENABLED(CONFIG_PURGE_FREE)) {
+		/* MADV_FREE leaves a purged range resident until the kernel needs it: what must
+		 * go back now (the last exit, sefer_collect(true)) is unmapped instead. */
+		sefer__spares_release_all();
+		return 0;
+	}
+	return sefer__spares_each(unowned_purge_due, pass);
+}
+
+/*
+ * Purge the dirty slots of abandoned segments that are due (all with force); one that emptied
+ * meanwhile becomes a spare, purged first with force. Returns the next deadline or 0.
+ */
+static uint64_t abandoned_purge(struct unowned_pass *pass)
+{
+	struct segment *emptied, *next_seg;
+	uint64_t next = sefer__abandoned_each_held(unowned_purge_due, pass, &emptied);
+
+	for (; emptied; emptied = next_seg) {
+		next_seg = emptied->next;
+		if (pass->force)
+			sefer__purge_dirty(emptied);
+		sefer__spare_put(emptied);
+	}
+	return next;
+}
+
+/*
+ * Purge the spare and abandoned segments whose deadline passed (all with force) and set
+ * sefer_purge_at to the next deadline. Any thread, no lock held.
+ */
+void sefer__global_purge(uint64_t now, bool force)
+{
+	struct unowned_pass pass = { .now = now, .force = force };
+	uint64_t next, n;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
+	next = spare_purge(&pass);
+	n = abandoned_purge(&pass);
+	if (n && (!next || n < next))
+		next = n;
+	if (next)
+		sefer__global_purge_at(next);
 }

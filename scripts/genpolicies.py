@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Write include/generated/policies.h and policies_hot.h from the enabled policies.
 
-    genpolicies.py OUTDIR [SPEC...]
+    genpolicies.py OUTDIR [SPEC...] [tests=NAME,...]
 
 Each SPEC is DIR:STATE:HOT for one enabled policy, in chain order (the order in which
 policies/Kconfig sources the policies), as the top-level Makefile gathers them from each
@@ -15,6 +15,10 @@ policy's Kbuild:
            struct <name>_remote there for other threads (heap->policy_remote.<name>)
     HOT    header in DIR with the static inline hot-path bodies, included after struct heap
            ('-' for none)
+
+tests=NAME,... names every policy, enabled or not, whose folder holds a unit suite
+(policies/<name>/test_<name>.c defining <name>_suite()): SEFER_POLICY_TESTS lists them for
+selftest/unit/main.c.
 
 Files are rewritten only when their contents change, so an unchanged selection rebuilds
 nothing. Documentation/policies/writing-a-policy.rst describes the whole mechanism.
@@ -57,7 +61,17 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     out = argv[1]
-    pols = [parse(s) for s in argv[2:]]
+    tests = []
+    specs = []
+    for a in argv[2:]:
+        if a.startswith("tests="):
+            tests = [t for t in a[len("tests="):].split(",") if t]
+        else:
+            specs.append(a)
+    for t in tests:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", t):
+            sys.exit("genpolicies: policy name %r is not a C identifier in lower case" % t)
+    pols = [parse(s) for s in specs]
     names = [p["name"] for p in pols]
     if len(set(names)) != len(names):
         sys.exit("genpolicies: a policy is listed twice: %s" % " ".join(names))
@@ -74,6 +88,9 @@ def main(argv):
           "heap->policy_remote.<name>. */\n")
     h += xmacro("SEFER_POLICY_REMOTE_STATE",
                 [p["name"] for p in pols if "remote" in p["states"]])
+    h += ("/* Policies with a unit suite, enabled or not: <name>_suite() in "
+          "policies/<name>/test_<name>.c. */\n")
+    h += xmacro("SEFER_POLICY_TESTS", tests)
     h += "\n/* Each defines `static const struct sefer_policy_ops policy_<name>`. */\n"
     for p in pols:
         h += '#include "%s/%s.h"\n' % (p["dir"], p["name"])

@@ -12,7 +12,9 @@ TEST_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Wno-missing-prototypes -I$(srctree)/in
 	$(ASAN_FLAGS) $(EXTRA_CFLAGS)
 TEST_LDLIBS := $(static-lib) $(LDLIBS) $(EXTRA_LDFLAGS)
 
-unit-srcs := $(wildcard $(srctree)/selftest/unit/*.c)
+# the core's suites, and each policy's beside its policy (policy-tests, Makefile)
+unit-srcs := $(wildcard $(srctree)/selftest/unit/*.c) \
+	$(foreach d,$(policy-tests),$(srctree)/$(d)/test_$(notdir $(d)).c)
 unit-bin := $(objtree)/selftest/unit/sefer-unit
 stress-bin := $(objtree)/selftest/stress/stress
 
@@ -260,7 +262,7 @@ endif
 check-newpolicy:
 	+$(Q)bash $(srctree)/selftest/newpolicy/check-newpolicy.sh $(srctree)
 
-# ---- decommit, a core mechanism (core/segment.c, core/page.c, core/heap.c): its workload and
+# ---- decommit, a core mechanism (core/purge.c, core/span.c, core/unowned.c): its workload and
 # its measuring program live here, next to its unit test (Documentation/decommit.rst).
 #   make decommit-measure     RSS curves of selftest/decommit/rss_curve.c under glibc,
 #                             mimalloc and sefer (LD_PRELOAD), one run each

@@ -16,10 +16,7 @@ void sefer__fastbin_heap_exit(struct heap *h)
 			struct segment *seg = segment_of(b);
 			struct page *pg = page_of(seg, b);
 
-			block_set_next(b, pg->free);
-			pg->free = b;
-			pg->is_zero = 0;
-			pg->used--;
+			(void)page_free_push(pg, b); /* emptied pages: freed right after */
 		}
 	}
 }

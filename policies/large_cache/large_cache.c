@@ -60,6 +60,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/large.h"
 #include "core/options.h"
 #include "core/stats.h"
 #include "sefer/os.h"
@@ -342,7 +343,7 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 
 		if (!usable || !fits_as_is(usable, size, off))
 			continue;
-		/* the block and, with CONFIG_GUARD_PAGES, its guard page (segment.h) */
+		/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
 		if (!large_place(s, off, size))
 			continue;
 		unlink_seg(c, s); /* *dirty stays: the whole block */
@@ -406,7 +407,7 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 		return false;
 	if (owner != h && owner && owner != &sefer__heap_empty && hand_back(owner, s))
 		return true;
-	if (h == &sefer__heap_empty || !h->live)
+	if (h == &sefer__heap_empty || !h->segments.live)
 		return false;
 	append(c, s);
 	while (c->bytes > sefer__large_cache_opt.budget)

@@ -5,7 +5,11 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/policy.h" /* SEFER_POLICY_TESTS */
 #include "unit.h"
+
+/* Each policy's suite, beside its policy (policies/<name>/test_<name>.c) */
+#define POLICY_SUITE(name) { #name, name##_suite },
 
 static const struct {
 	const char *name;
@@ -14,12 +18,12 @@ static const struct {
 	{ "bins", bins_suite },		{ "segment", segment_suite },
 	{ "api", api_suite },		{ "options", options_suite },
 	{ "threads", threads_suite },	{ "process", process_suite },
-	{ "large_cache", large_cache_suite }, { "numa", numa_suite },
-	{ "decommit", decommit_suite }, { "fastbin", fastbin_suite },
+	{ "decommit", decommit_suite },
 	{ "pages", pages_suite },	{ "generations", generations_suite },
 	{ "hardening", hardening_suite }, { "heaps", heaps_suite },
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
 	{ "debug", debug_suite },
+	SEFER_POLICY_TESTS(POLICY_SUITE)
 };
 
 int main(int argc, char **argv)

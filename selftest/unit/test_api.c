@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/large.h"
 #include "core/options.h"
 #include "core/segment.h"
 #include "sefer/os.h"

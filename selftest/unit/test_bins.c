@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The bin table: every size 0..4 MiB gets a class that fits it, within the waste bound. */
 #include "core/bins.h"
+#include "core/block.h"
 #include "core/segment.h"
 #include "unit.h"
 

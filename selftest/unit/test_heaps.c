@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/large.h"
 #include "core/segment.h"
 #include "heaps.h"
 #include "sefer/os.h"

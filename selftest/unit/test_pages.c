@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/block.h"
 #include "core/heap.h"
 #include "unit.h"
 

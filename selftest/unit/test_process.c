@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/block.h"
 #include "core/config.h"
 #include "core/segment.h"
 #include "bad_frees.h"

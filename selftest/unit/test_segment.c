@@ -7,8 +7,10 @@
 
 #include "core/heap.h"
 #include "core/options.h"
+#include "core/purge.h"
 #include "core/segment.h"
 #include "core/segtab.h"
+#include "core/span.h"
 #include "sefer/os.h"
 #include "unit.h"
 
@@ -105,16 +107,22 @@ static void on_new_thread(void *(*fn)(void *), void *arg)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 }
 
+/* A one-slot span of heap's segments, placed as page_find() places one. */
+static struct page *span_take(struct heap *heap)
+{
+	return sefer__span_alloc(&heap->segments, 1, policy_segment_node(heap));
+}
+
 /* Can the purge-backoff tests run: purging on, a delay, one the clock can measure? */
 static bool backoff_testable(void)
 {
-	uint64_t base = sefer__heap_purge_delay(NULL);
+	uint64_t base = sefer__purge_delay(NULL);
 
 	return IS_ENABLED(CONFIG_DECOMMIT) && base && base <= 1000;
 }
 
 /*
- * Purge timing and warm reuse (segment.c): a slot is purged once it stayed free and dirty for
+ * Purge timing and warm reuse (purge.c, span.c): a slot is purged once it stayed free and dirty for
  * the delay, not because another slot of its segment is due; a new span takes a dirty slot
  * before a purged or never used one.
  */
@@ -129,7 +137,7 @@ static void *purge_after_the_delay(void *arg)
 	struct purge_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	struct page *a = sefer__span_alloc(heap, 1), *b = sefer__span_alloc(heap, 1), *n;
+	struct page *a = span_take(heap), *b = span_take(heap), *n;
 	struct segment *seg = segment_of(a);
 	unsigned ia = a->index, ib = b->index;
 	uint64_t delay = sefer__opt.purge_delay_ms, due, then;
@@ -137,23 +145,23 @@ static void *purge_after_the_delay(void *arg)
 
 	/* Measured first, asserted after: Check's assertions allocate through sefer. */
 	c->same_segment = seg == segment_of(b) && seg == segment_of(keep) && ia < ib;
-	sefer__span_free(heap, a);
+	sefer__span_free(&heap->segments, a);
 	due = seg->purge_at;
 	c->a_due_first = due == seg->pages[ia].slot_since + delay;
 	then = sefer__os.clock_ms();
 	while (sefer__os.clock_ms() == then) /* the clock may tick every few ms (os.h) */
 		nanosleep(&ts, NULL);
-	sefer__span_free(heap, b);
+	sefer__span_free(&heap->segments, b);
 	c->b_later = seg->pages[ib].slot_since > seg->pages[ia].slot_since && seg->purge_at == due;
-	sefer__segment_purge(heap, seg, due,
+	sefer__segment_purge(&heap->segments, seg, due,
 			     false); /* the pass at a's deadline, wherever the clock is */
 	c->a_purged = (seg->purged_pages & SLOT(ia)) && !(seg->dirty_pages & SLOT(ia));
 	c->a_stamped = seg->pages[ia].slot_since == due; /* when: for the purge backoff */
 	c->b_kept = (seg->dirty_pages & SLOT(ib)) && !(seg->purged_pages & SLOT(ib));
 	c->b_next = seg->purge_at == seg->pages[ib].slot_since + delay;
-	n = sefer__span_alloc(heap, 1); /* a's slot is lower, purged; b's is dirty */
+	n = span_take(heap); /* a's slot is lower, purged; b's is dirty */
 	c->warm_taken = n->index == ib;
-	sefer__span_free(heap, n);
+	sefer__span_free(&heap->segments, n);
 	sefer_free(keep);
 	return NULL;
 }
@@ -177,7 +185,7 @@ START_TEST(purge_after_the_delay_warm_first)
 END_TEST
 
 /*
- * Purge backoff (segment.c): a span that takes slots a deadline purged a short while ago
+ * Purge backoff (purge.c): a span that takes slots a deadline purged a short while ago
  * raises its heap's delay to twice the time they were free (at least one step, at most
  * PURGE_BACKOFF_MAX = 4); slots purged by force, or longer ago than the longest delay, raise
  * nothing; a purge pass CALM_DELAYS (8) delays after the last change lowers it one step.
@@ -197,11 +205,11 @@ static struct page *purge_and_retake(struct heap *heap, struct page *pg, uint64_
 	unsigned i = pg->index;
 	struct page *n;
 
-	sefer__span_free(heap, pg);
+	sefer__span_free(&heap->segments, pg);
 	sefer__purge_dirty(seg); /* forced */
 	if (purged_at)
 		seg->pages[i].slot_since = purged_at; /* as a deadline's pass at purged_at would */
-	n = sefer__span_alloc(heap, 1);
+	n = span_take(heap);
 	*same = *same && n == &seg->pages[i];
 	return n;
 }
@@ -211,42 +219,43 @@ static void *backoff_thread(void *arg)
 	struct backoff_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	uint64_t base = sefer__heap_purge_delay(NULL), now;
-	struct page *pg = sefer__span_alloc(heap, 1);
+	uint64_t base = sefer__purge_delay(NULL), now, calm;
+	struct page *pg = span_take(heap);
 
 	/* Without fork (the ports' runner), this heap's segment may be a spare an earlier test's
 	 * thread left, whose slots a global pass purged a moment ago: a span taking one raises
 	 * the delay already. Start from the base. */
-	heap->purge_backoff = 0;
+	heap->segments.purge_backoff = 0;
 	c->same_slot = true;
 	/* purged at its deadline, taken again at once: free for one delay -> 2 delays (the
 	 * purge a little after now: the clock may tick before the span looks at it) */
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now + base / 2, &c->same_slot);
-	c->after_soon = heap->purge_backoff;
-	c->delay_after_soon = sefer__heap_purge_delay(heap);
-	heap->purge_backoff = 0;
+	c->after_soon = heap->segments.purge_backoff;
+	c->delay_after_soon = sefer__purge_delay(&heap->segments);
+	heap->segments.purge_backoff = 0;
 	pg = purge_and_retake(heap, pg, 0, &c->same_slot); /* by force */
-	c->after_forced = heap->purge_backoff;
+	c->after_forced = heap->segments.purge_backoff;
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 17 * base, &c->same_slot); /* long ago */
-	c->after_old = heap->purge_backoff;
+	c->after_old = heap->segments.purge_backoff;
 	/* purged 2 delays ago, by a deadline 1 delay after the free: free for 3 -> 8 delays */
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 2 * base, &c->same_slot);
-	c->after_long = heap->purge_backoff;
-	heap->purge_backoff = 0;
+	c->after_long = heap->segments.purge_backoff;
+	heap->segments.purge_backoff = 0;
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now - 15 * base, &c->same_slot); /* free for 16+ */
-	c->after_cap = heap->purge_backoff;
+	c->after_cap = heap->segments.purge_backoff;
 	now = sefer__os.clock_ms();
 	pg = purge_and_retake(heap, pg, now, &c->same_slot);
-	c->cap_again = heap->purge_backoff;
-	sefer__heap_purge_calm(heap, heap->backoff_since + 8 * sefer__heap_purge_delay(heap) - 1);
-	c->before_calm = heap->purge_backoff;
-	sefer__heap_purge_calm(heap, heap->backoff_since + 8 * sefer__heap_purge_delay(heap));
-	c->after_calm = heap->purge_backoff;
-	sefer__span_free(heap, pg);
+	c->cap_again = heap->segments.purge_backoff;
+	calm = heap->segments.backoff_since + 8 * sefer__purge_delay(&heap->segments);
+	sefer__purge_calm(&heap->segments, calm - 1);
+	c->before_calm = heap->segments.purge_backoff;
+	sefer__purge_calm(&heap->segments, calm);
+	c->after_calm = heap->segments.purge_backoff;
+	sefer__span_free(&heap->segments, pg);
 	sefer_free(keep);
 	return NULL;
 }
@@ -254,7 +263,7 @@ static void *backoff_thread(void *arg)
 START_TEST(purge_backoff_follows_reuse)
 {
 	struct backoff_case c = { 0 };
-	uint64_t base = sefer__heap_purge_delay(NULL);
+	uint64_t base = sefer__purge_delay(NULL);
 
 	if (!backoff_testable())
 		return; /* nothing is purged, everything at once, or a delay the clock cannot test
@@ -274,7 +283,7 @@ START_TEST(purge_backoff_follows_reuse)
 END_TEST
 
 /*
- * Resuming (segment.c): a pass half a delay or more after the heap's deadline leaves the heap's
+ * Resuming (purge.c): a pass half a delay or more after the heap's deadline leaves the heap's
  * slots for one more delay; the next late pass purges unless the heap took dirty slots since.
  */
 struct resume_case {
@@ -287,40 +296,40 @@ static void *resume_thread(void *arg)
 	struct resume_case *c = arg;
 	void *keep = sefer_malloc(16);
 	struct heap *heap = heap_get();
-	uint64_t delay = sefer__heap_purge_delay(heap), t = 1000000;
+	uint64_t delay = sefer__purge_delay(&heap->segments), t = 1000000;
 	uint64_t warm;
 	struct segment *seg;
 	struct page *pg;
 	unsigned i;
 
-	heap->next_purge = t;
-	c->timely_purges = !sefer__heap_purge_deferred(heap, t + delay / 2 - 1);
-	c->late_defers = sefer__heap_purge_deferred(heap, t + delay / 2);
-	c->next_in_a_delay = heap->next_purge == t + delay / 2 + delay;
-	t = heap->next_purge;
+	heap->segments.next_purge = t;
+	c->timely_purges = !sefer__purge_deferred(&heap->segments, t + delay / 2 - 1);
+	c->late_defers = sefer__purge_deferred(&heap->segments, t + delay / 2);
+	c->next_in_a_delay = heap->segments.next_purge == t + delay / 2 + delay;
+	t = heap->segments.next_purge;
 	c->again_purges =
-		!sefer__heap_purge_deferred(heap, t + delay); /* no dirty slot taken since */
-	heap->next_purge = t;
-	c->late_defers = c->late_defers && sefer__heap_purge_deferred(heap, t + delay);
-	t = heap->next_purge;
-	pg = sefer__span_alloc(heap, 1);
-	sefer__span_free(heap, pg); /* a dirty slot ... */
-	warm = heap->warm_spans;
-	pg = sefer__span_alloc(heap, 1); /* ... taken again */
-	c->warm_counted = heap->warm_spans == warm + 1;
-	c->after_warm_defers = sefer__heap_purge_deferred(heap, t + delay);
+		!sefer__purge_deferred(&heap->segments, t + delay); /* no dirty slot taken since */
+	heap->segments.next_purge = t;
+	c->late_defers = c->late_defers && sefer__purge_deferred(&heap->segments, t + delay);
+	t = heap->segments.next_purge;
+	pg = span_take(heap);
+	sefer__span_free(&heap->segments, pg); /* a dirty slot ... */
+	warm = heap->segments.warm_spans;
+	pg = span_take(heap); /* ... taken again */
+	c->warm_counted = heap->segments.warm_spans == warm + 1;
+	c->after_warm_defers = sefer__purge_deferred(&heap->segments, t + delay);
 	/* sefer_collect(false) purges what aged out, however late it comes */
 	seg = segment_of(pg);
 	i = pg->index;
-	sefer__span_free(heap, pg);
+	sefer__span_free(&heap->segments, pg);
 	seg->pages[i].slot_since = sefer__os.clock_ms() - 2 * delay;
 	seg->purge_at = seg->pages[i].slot_since + delay;
-	heap->next_purge = seg->purge_at; /* the pass comes a whole delay late */
-	heap->purge_deferred = false;
+	heap->segments.next_purge = seg->purge_at; /* the pass comes a whole delay late */
+	heap->segments.purge_deferred = false;
 	sefer__heap_collect(heap, false);
 	c->collect_purges = !(seg->dirty_pages & SLOT(i)) && (seg->purged_pages & SLOT(i));
-	heap->next_purge = 0;
-	heap->purge_deferred = false;
+	heap->segments.next_purge = 0;
+	heap->segments.purge_deferred = false;
 	sefer_free(keep);
 	return NULL;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/policy.h" /* SEFER_POLICY_TESTS */
 #include "sefer.h"
 
 Suite *bins_suite(void);
@@ -15,10 +16,10 @@ Suite *api_suite(void);
 Suite *threads_suite(void);
 Suite *process_suite(void);
 Suite *options_suite(void);
-Suite *large_cache_suite(void);
-Suite *numa_suite(void);
 Suite *decommit_suite(void);
-Suite *fastbin_suite(void);
+/* each policy's suite (policies/<name>/test_<name>.c; SEFER_POLICY_TESTS) */
+#define POLICY_SUITE_DECL(name) Suite *name##_suite(void);
+SEFER_POLICY_TESTS(POLICY_SUITE_DECL)
 Suite *pages_suite(void);
 Suite *generations_suite(void);
 Suite *hardening_suite(void);

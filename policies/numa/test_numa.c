@@ -14,7 +14,8 @@
 
 #include "core/heap.h"
 #include "core/segment.h"
-#include "unit.h"
+#include "core/span.h"
+#include "selftest/unit/unit.h"
 
 #if IS_ENABLED(CONFIG_POLICY_NUMA)
 #include <numa.h>
@@ -90,18 +91,18 @@ START_TEST(numa_refill_prefers_node)
 
 	sefer_free(sefer_malloc(16));
 	h = heap_get();
-	b = h->segments;
+	b = h->segments.with_space;
 	ck_assert_ptr_nonnull(b);
-	a = sefer__segment_alloc_small(h); /* pushed in front of b */
-	ck_assert_ptr_eq(h->segments, a);
+	a = sefer__segment_alloc_small(&h->segments, policy_segment_node(h)); /* before b */
+	ck_assert_ptr_eq(h->segments.with_space, a);
 	a->node = node + 1; /* pretend a lives on another node */
-	pg = sefer__span_alloc(h, 1);
+	pg = sefer__span_alloc(&h->segments, 1, policy_segment_node(h));
 	ck_assert_ptr_eq(segment_of(pg), b);
-	sefer__span_free(h, pg);
+	sefer__span_free(&h->segments, pg);
 	b->node = node + 1; /* nothing on this node: any segment will do */
-	pg = sefer__span_alloc(h, 1);
+	pg = sefer__span_alloc(&h->segments, 1, policy_segment_node(h));
 	ck_assert_ptr_nonnull(pg);
-	sefer__span_free(h, pg);
+	sefer__span_free(&h->segments, pg);
 	a->node = b->node = node;
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }

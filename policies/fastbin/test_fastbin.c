@@ -8,7 +8,7 @@
 
 #include "core/heap.h"
 #include "core/segtab.h"
-#include "unit.h"
+#include "selftest/unit/unit.h"
 
 #if IS_ENABLED(CONFIG_POLICY_FASTBIN)
 

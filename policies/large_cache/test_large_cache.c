@@ -15,10 +15,11 @@
 
 #include "core/annotate.h"
 #include "core/heap.h"
+#include "core/large.h"
 #include "core/options.h"
 #include "core/segment.h"
 #include "core/segtab.h"
-#include "unit.h"
+#include "selftest/unit/unit.h"
 
 #define MiB ((size_t)1 << 20)
 

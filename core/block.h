@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Blocks: the links of the page free lists (encoded with CONFIG_HARDENED), the free and
+ * pending marks of CONFIG_DEBUG_DOUBLE_FREE, the block-start test of the free paths, and the
+ * one sequence that puts a block back on its page's free list (page_free_push).
+ *
+ * The invariants these accessors keep are the page's (core/segment.h): used + length(free) ==
+ * reserved, and with CONFIG_DEBUG_DOUBLE_FREE every carved free block carries its free mark.
+ */
+#ifndef SEFER_CORE_BLOCK_H
+#define SEFER_CORE_BLOCK_H
+
+#include "core/annotate.h"
+#include "core/segment.h"
+
+struct block {
+	uintptr_t next; /* encoded with CONFIG_HARDENED, see block_next() */
+};
+
+/* ---- hardened free-list links ---- */
+SEFER_INTERNAL_EXTERN uintptr_t sefer__list_key;
+SEFER_INTERNAL_EXTERN uint64_t sefer__shuffle_key; /* seeds the heaps' shuffles (heap.c) */
+
+static always_inline uintptr_t link_encode(const struct block *b, const struct block *next)
+{
+	if (IS_ENABLED(CONFIG_HARDENED))
+		return (uintptr_t)next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
+	return (uintptr_t)next;
+}
+
+SEFER_INTERNAL void sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad);
+
+/*
+ * ---- free marks (CONFIG_DEBUG_DOUBLE_FREE) ----
+ * The second word of every free small block (carved, freed locally or collected, held by a
+ * policy) is its *free mark*: the block's address keyed with a per-process secret
+ * (sefer_mark_key). malloc clears it (one store into the line it reads the link from), so a
+ * block handed to the program never carries it, and a free that finds it is a double free. User
+ * data cannot hold it by accident (2^-64 for any one word; a self-pointer, as an empty list head
+ * at offset 0 makes, is the bare address, not the mark), and learning the key takes reading
+ * freed memory. The free fast path reads the word from the line it writes the link to: no other
+ * cache line, where the byte-per-granule live map it replaces cost a second line per malloc and
+ * per free and 4 KiB of resident map per 64 KiB page in use.
+ *
+ * A block on a cross-thread list, not yet collected, carries the *pending mark* instead (the
+ * free mark with PENDING_FLIP flipped): a second free finds it, by another thread or by the
+ * owner, whose fast path compares the mark's first two bytes only (block_mark_head_matches),
+ * which the flip leaves alone, so it goes to free_slow(), which reads the whole word. The
+ * collector checks it and writes the free mark.
+ *
+ * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
+ * inside one, not past the carved ones), in one multiply and one compare.
+ */
+SEFER_INTERNAL_EXTERN uintptr_t sefer__mark_key;
+
+static always_inline uintptr_t free_mark(const struct block *b)
+{
+	return (uintptr_t)b ^ sefer__mark_key;
+}
+
+/*
+ * The bit a pending mark flips: outside the first two bytes of the word in memory, on either
+ * byte order of a 64-bit word and on a little-endian 32-bit one.
+ */
+#define PENDING_FLIP ((uintptr_t)1 << 16)
+_Static_assert(sizeof(uintptr_t) == 8 || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "PENDING_FLIP must lie outside the mark's first two bytes");
+
+static always_inline uintptr_t pending_mark(const struct block *b)
+{
+	return free_mark(b) ^ PENDING_FLIP; /* odd too (sefer_mark_key is) */
+}
+
+/*
+ * The accessors below are sefer's only accesses to a free block's bytes (its first granule);
+ * each opens that granule to the memory checkers around the access (core/annotate.h).
+ */
+static always_inline void block_mark_free(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
+		((uintptr_t *)b)[1] = free_mark(b);
+		annotate_link_close(b);
+	}
+}
+
+static always_inline void block_mark_pending(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
+		/* atomic (relaxed, a plain store): a visit of the owner's heap may peek at it */
+		__atomic_store_n(&((uintptr_t *)b)[1], pending_mark(b), __ATOMIC_RELAXED);
+		annotate_link_close(b);
+	}
+}
+
+/* The block is the program's now: no mark (malloc, and a policy handing a block out). */
+static always_inline void block_clear_mark(struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+		annotate_link_open(b);
+		((uintptr_t *)b)[1] = 0;
+		annotate_link_close(b);
+	}
+}
+
+/* Does b's second word hold mark (free_mark or pending_mark of b)? */
+static always_inline bool block_marked(const struct block *b, uintptr_t mark)
+{
+	bool marked;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	marked = ((const uintptr_t *)b)[1] == mark;
+	annotate_link_close(b);
+	return marked;
+}
+
+static always_inline bool block_marked_free(const struct block *b)
+{
+	return block_marked(b, free_mark(b));
+}
+
+static always_inline bool block_marked_pending(const struct block *b)
+{
+	return block_marked(b, pending_mark(b));
+}
+
+/* Does b's second word hold either of its marks (free, or pending a cross-thread collect)? */
+static always_inline bool block_marked_free_or_pending(const struct block *b)
+{
+	bool marked;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	marked = !((((const uintptr_t *)b)[1] ^ free_mark(b)) & ~PENDING_FLIP);
+	annotate_link_close(b);
+	return marked;
+}
+
+/*
+ * Do the first two bytes of b's second word match those of its free mark? The free fast
+ * path's test; a match is only a maybe, which free_slow() settles with the whole word. Two
+ * bytes, not eight, because of store forwarding: a program that writes a field at offset 8 and
+ * frees the block soon after (a bignum's limb, a struct's int or short) has that store still in
+ * flight, and a load wider than it waits until it reaches the cache, where a load it contains
+ * is forwarded. A malloc/free loop that writes an int at offset 8 ran at a quarter of its speed
+ * with the eight-byte load; one that writes a short there at half with the four-byte load.
+ * Separate byte stores to offsets 8 and 9 still make it wait. A live block's head matches for
+ * 2^-16 of random data; a constant field matches in at most one 16-byte slot in 4096.
+ */
+static always_inline bool block_mark_head_matches(const struct block *b)
+{
+	uintptr_t mark = free_mark(b);
+	uint16_t head, mark_head;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	annotate_link_open(b);
+	__builtin_memcpy(&head, &((const uintptr_t *)b)[1], sizeof(head));
+	annotate_link_close(b);
+	__builtin_memcpy(&mark_head, &mark, sizeof(mark_head));
+	return head == mark_head;
+}
+
+static always_inline struct block *block_next(const struct page *pg, const struct block *b)
+{
+	uintptr_t n;
+
+	annotate_link_open(b);
+	if (IS_ENABLED(CONFIG_HARDENED)) {
+		n = b->next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
+		annotate_link_close(b);
+		if (unlikely(n && (n - (uintptr_t)pg->start) >= page_span_bytes(pg)))
+			sefer__list_corrupt(pg, b, n);
+		return (struct block *)n;
+	}
+	n = b->next;
+	annotate_link_close(b);
+	return (struct block *)n;
+}
+
+static always_inline void block_set_next(struct block *b, const struct block *next)
+{
+	annotate_link_open(b);
+	b->next = link_encode(b, next);
+	annotate_link_close(b);
+}
+
+/* ---- block starts ---- */
+static inline uint64_t div_magic_of(uint32_t block_size)
+{
+	return UINT64_MAX / block_size + 1 + (UINT64_MAX % block_size == block_size - 1);
+}
+
+/*
+ * floor(off / block_size), given div_magic_of(block_size): one multiply where a divide costs
+ * 25-40 cycles (malloc_usable_size, which zmalloc-style wrappers call on every malloc and
+ * free, realloc, cross-thread frees). M = floor(2^64 / d) + 1 is ceil(2^64 / d) unless d is a
+ * power of two, and then 2^64 / d + 1; the high half of off * M is floor(off / d) for every
+ * 32-bit off either way (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+ * 2019: 64 >= 32 + log2(d)). Offsets into a span are below 2^32: spans are at most 1 MiB.
+ */
+static always_inline uint32_t block_index_of(uint64_t div_magic, uint32_t off)
+{
+	return (uint32_t)(((unsigned __int128)div_magic * off) >> 64);
+}
+_Static_assert(CONFIG_SEGMENT_SHIFT < 32, "block_index_of() takes 32-bit offsets");
+
+/* Is off a multiple of block_size? One multiply: off * M modulo 2^64 is below M exactly then. */
+static always_inline bool block_offset_divisible(uint64_t div_magic, uint32_t off)
+{
+	return (uint64_t)off * div_magic < div_magic;
+}
+
+/*
+ * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what
+ * block_size * div_magic exceeds 2^64 by (1 <= e <= block_size).
+ */
+static inline uint64_t block_limit(const struct page *pg)
+{
+	return (uint64_t)pg->reserved * (uint64_t)(pg->block_size * pg->div_magic);
+}
+
+/*
+ * Is p the start of one of pg's carved blocks, with limit = block_limit(pg)? One multiply and
+ * one compare. With M = floor(2^64 / d) + 1 and e = d * M - 2^64 (1 <= e <= d), an offset
+ * q * d + r (0 <= r < d) times M is q * e + r * M modulo 2^64: q * e when d divides it, at
+ * least M when it does not. So off * M < reserved * e holds exactly for the starts of blocks
+ * 0 .. reserved - 1 while reserved * e < M, which spans of up to 1 MiB keep far below (2^33
+ * against 2^47); after Lemire, Kaser and Kurz, "Faster remainder by direct computation"
+ * (2019), brute-forced for every class and offset when this was written. limit 0 fails every
+ * pointer: an unused slot, and (fast_limit) a full page. Owner-only.
+ */
+static always_inline bool block_start(const struct page *pg, const void *p, uint64_t limit)
+{
+	return ((uintptr_t)p - (uintptr_t)pg->start) * pg->div_magic < limit;
+}
+
+/*
+ * The free fast path's test: may the owner free b into pg right here? A carved block start
+ * without the free or pending mark (their common head: block_mark_head_matches), in a page
+ * that is not full: a full page's fast_limit is 0 (page_set_full), so one test sends a bad
+ * free, a free into a full page and a head that happens to match to free_slow, which tells
+ * them apart with the whole word. Without CONFIG_DEBUG_DOUBLE_FREE only fullness is tested.
+ */
+static always_inline bool block_unmarked_start(const struct page *pg, const struct block *b,
+						 uint64_t limit, bool head_only)
+{
+	/* two tests, each unlikely to fail: the compiler lays the fast path out as one line */
+	if (unlikely(!block_start(pg, b, limit)))
+		return false;
+	return likely(head_only ? !block_mark_head_matches(b) : !block_marked_free_or_pending(b));
+}
+
+static always_inline bool block_fast_freeable(const struct page *pg, const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return !pg->flags;
+	return block_unmarked_start(pg, b, pg->fast_limit, true);
+}
+
+/* The same for the owner's slow paths, full pages included, with the whole mark. */
+static inline bool block_freeable(const struct page *pg, const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return true;
+	return block_unmarked_start(pg, b, block_limit(pg), false);
+}
+
+/*
+ * Owner, or any thread that has stopped the owner (checks, visits): is b, a carved block, the
+ * program's? Pending blocks are (the owner has not taken them back yet). b may be live, so its
+ * mark is peeked at, not opened (core/annotate.h). Always true without
+ * CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the free lists).
+ */
+static inline bool block_live(const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return true;
+	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
+}
+
+/*
+ * Any thread: why b, a carved block start that may be live, is not the program's (its free or
+ * its pending mark), or NULL. The mark is peeked at, not opened (core/annotate.h). Always NULL
+ * without CONFIG_DEBUG_DOUBLE_FREE.
+ */
+static always_inline const char *block_freed_reason(const struct block *b)
+{
+	uintptr_t mark;
+
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return NULL;
+	mark = annotate_peek_word(&((const uintptr_t *)b)[1]);
+	if (mark == free_mark(b))
+		return "block is already free";
+	if (mark == pending_mark(b))
+		return "block is already free (cross-thread, pending)";
+	return NULL;
+}
+
+/* Does p's slot of seg map a page descriptor? Always in a small segment, never in a large one. */
+static always_inline bool slot_has_page(const struct segment *seg, const void *p)
+{
+	return seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT] != 0;
+}
+
+/* What pg->fast_limit must be: block_limit(), or 0 while the page is full. */
+static inline uint64_t page_fast_limit(const struct page *pg)
+{
+	return pg->flags & PAGE_FULL ? 0 : block_limit(pg);
+}
+
+/* pg goes into (out of) its heap's full queue: the flag, and the fast path's limit. */
+static inline void page_set_full(struct page *pg)
+{
+	pg->flags |= PAGE_FULL;
+	pg->fast_limit = page_fast_limit(pg);
+}
+
+static inline void page_clear_full(struct page *pg)
+{
+	pg->flags &= (uint16_t)~PAGE_FULL;
+	pg->fast_limit = page_fast_limit(pg);
+}
+
+/*
+ * b, a block of pg the owner freed (its free mark written), goes onto pg's free list: LIFO, so
+ * the next malloc of the class takes it back while it is warm. One block fewer is the
+ * program's (segment.h: used + length(free) == reserved). Returns whether pg is empty now; the
+ * caller handles that and a full page. The free fast path, free_local_block() and the fastbin
+ * policy giving its blocks back all push through here.
+ */
+static always_inline bool page_free_push(struct page *pg, struct block *b)
+{
+	block_set_next(b, pg->free);
+	pg->free = b;
+	/* a load and a predicted branch: a store on every free cost 3-4% in tight alloc/free
+	 * loops (bignum, 16-byte bulk) */
+	if (unlikely(pg->is_zero))
+		pg->is_zero = 0;
+	return unlikely(--pg->used == 0);
+}
+
+#endif

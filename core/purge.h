@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Purging (core/purge.c): giving the memory of free dirty page slots back to the OS, and when.
+ * Per slot, per segment, per segment set (a heap's), and process-wide for the segments no heap
+ * owns (core/unowned.c walks those, purge.c decides what of each is due).
+ */
+#ifndef SEFER_CORE_PURGE_H
+#define SEFER_CORE_PURGE_H
+
+#include "core/segment.h"
+
+/* Lower set's earliest purge deadline to `when` (0: nothing due). */
+static inline void set_purge_at(struct segment_set *set, uint64_t when)
+{
+	if (when && (!set->next_purge || when < set->next_purge))
+		set->next_purge = when;
+}
+
+/* a segment's slots */
+SEFER_INTERNAL void sefer__purge_dirty(struct segment *seg);
+SEFER_INTERNAL uint64_t sefer__segment_deadline(struct segment *seg);
+SEFER_INTERNAL uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force,
+						 uint64_t delay);
+SEFER_INTERNAL void sefer__purge_slots_freed(struct segment *seg, uint64_t bits, uint64_t delay);
+/* a segment set's timing and passes */
+SEFER_INTERNAL uint64_t sefer__purge_delay(const struct segment_set *set);
+SEFER_INTERNAL void sefer__purge_span_taken(struct segment_set *set, struct segment *seg,
+					    uint64_t bits);
+SEFER_INTERNAL void sefer__purge_schedule(struct segment_set *set, struct segment *seg);
+SEFER_INTERNAL void sefer__segment_purge(struct segment_set *set, struct segment *seg,
+					 uint64_t now, bool force);
+SEFER_INTERNAL void sefer__purge_set(struct segment_set *set, uint64_t now, bool force);
+SEFER_INTERNAL void sefer__purge_pass(struct segment_set *set, bool force, bool took_span);
+SEFER_INTERNAL void sefer__purge_calm(struct segment_set *set, uint64_t now);
+SEFER_INTERNAL bool sefer__purge_deferred(struct segment_set *set, uint64_t now);
+SEFER_INTERNAL void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg,
+					       uint64_t purged);
+/* the segments no heap owns (spares, abandoned): one process-wide deadline */
+SEFER_INTERNAL_EXTERN _Atomic(uint64_t) sefer__purge_at;
+SEFER_INTERNAL void sefer__global_purge_at(uint64_t when);
+SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
+
+/* Is a purge pass worth a look (the set's deadline, or the global one, set)? */
+static inline bool purge_pending(const struct segment_set *set)
+{
+	return set->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+}
+
+#endif
