@@ -257,6 +257,7 @@ void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
+	sefer_assert(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap);
 	sefer__segment_set_add(&heap->segments, seg);
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;

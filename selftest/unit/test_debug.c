@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * CONFIG_DEBUG_CORE (core/debug.h, core/lock.h): a lock-order inversion, a release of a lock
- * not held, a lock without a rank and a failed assertion are each reported with the file, the
- * line and what failed, and abort; in a forked child, whose stderr the test reads. Without the
+ * not held, a lock without a rank, a failed assertion and a segment whose slot bits were
+ * corrupted are each reported with the file, the line and what failed, and abort; in a forked child, whose stderr the test reads. Without the
  * option the same calls report nothing and the child runs to its end.
  */
 #include <signal.h>
@@ -14,6 +14,8 @@
 #include "core/config.h"
 #include "core/debug.h"
 #include "core/lock.h"
+#include "core/segment.h"
+#include "sefer.h"
 #include "unit.h"
 
 static struct spinlock outer = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
@@ -102,6 +104,22 @@ static void assert_false(void)
 	sefer_assert_expensive(two == 2); /* holds: not reported */
 }
 
+/*
+ * The slot of a live block's span marked free, as a stray write into the header would: the
+ * assertions at a span's release (span_free_slots, core/span.c) report it when the collect
+ * gives the segment's emptied pages back.
+ */
+static void corrupt_slot_bits(void)
+{
+	void *p = sefer_malloc(64);
+	struct segment *seg = segment_of(p);
+	struct page *pg = page_of(seg, p);
+
+	seg->free_pages |= (uint64_t)1 << pg->index;
+	sefer_free(p);
+	sefer_collect(true);
+}
+
 START_TEST(lock_inversion_reported)
 {
 	check_reported(take_inverted,
@@ -133,6 +151,24 @@ START_TEST(assertion_reported)
 }
 END_TEST
 
+START_TEST(corrupt_slots_reported)
+{
+	char buf[1024];
+	int status = in_child(corrupt_slot_bits, buf, sizeof(buf));
+
+	/* without the option nothing notices: the child just runs (what it leaves is moot) */
+	if (IS_ENABLED(CONFIG_DEBUG_CORE)) {
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "no abort: %s", buf);
+		/* by the span's own check, or by the slot-state check of an earlier span of
+		 * the segment that the collect gives back first */
+		ck_assert_msg(strstr(buf, "core check failed: ") && strstr(buf, "core/span.c:") &&
+				      (strstr(buf, "!(seg->free_pages & bits)") ||
+				       strstr(buf, "segment_slots_agree(seg)")),
+			      "not reported at a span's release: %s", buf);
+	}
+}
+END_TEST
+
 /* The orders the library uses pass: increasing ranks, and one rank nested where allowed. */
 START_TEST(lock_order_kept)
 {
@@ -161,6 +197,7 @@ Suite *debug_suite(void)
 	tcase_add_test(tc, release_unheld_reported);
 	tcase_add_test(tc, unranked_reported);
 	tcase_add_test(tc, assertion_reported);
+	tcase_add_test(tc, corrupt_slots_reported);
 	tcase_add_test(tc, lock_order_kept);
 	suite_add_tcase(s, tc);
 	return s;
