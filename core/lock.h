@@ -109,6 +109,25 @@ static inline void spin_wait(struct spinlock *l)
 		wait_step(&pauses);
 }
 
+/* The witness's bookkeeping for l at file:line (CONFIG_DEBUG_CORE; nothing without it). */
+static inline void witness_acquire(struct spinlock *l, bool nested, const char *file, int line)
+{
+#if IS_ENABLED(CONFIG_DEBUG_CORE)
+	sefer__witness_acquire(l->rank, nested, file, line);
+#else
+	(void)l, (void)nested, (void)file, (void)line;
+#endif
+}
+
+static inline void witness_release(struct spinlock *l, const char *file, int line)
+{
+#if IS_ENABLED(CONFIG_DEBUG_CORE)
+	sefer__witness_release(l->rank, file, line);
+#else
+	(void)l, (void)file, (void)line;
+#endif
+}
+
 /*
  * The context annotations (include/sefer/compiler.h) let sparse (make C=2) count, along every
  * path of a function, the locks taken and dropped: a function that returns holding a lock it
@@ -118,11 +137,7 @@ static inline void spin_wait(struct spinlock *l)
 static inline void spin_lock_at(struct spinlock *l, bool nested, const char *file, int line)
 	__acquires(l)
 {
-#if IS_ENABLED(CONFIG_DEBUG_CORE)
-	sefer__witness_acquire(l->rank, nested, file, line);
-#else
-	(void)nested, (void)file, (void)line;
-#endif
+	witness_acquire(l, nested, file, line);
 	for (;;) {
 		/* acquire: the critical section sees every write made under the previous holder. */
 		if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) {
@@ -135,11 +150,7 @@ static inline void spin_lock_at(struct spinlock *l, bool nested, const char *fil
 
 static inline void spin_unlock_at(struct spinlock *l, const char *file, int line) __releases(l)
 {
-#if IS_ENABLED(CONFIG_DEBUG_CORE)
-	sefer__witness_release(l->rank, file, line);
-#else
-	(void)file, (void)line;
-#endif
+	witness_release(l, file, line);
 	__release(l);
 	/* release: publishes the critical section's writes to the next acquirer. */
 	atomic_store_explicit(&l->v, 0, memory_order_release);
@@ -151,11 +162,7 @@ static inline void spin_unlock_at(struct spinlock *l, const char *file, int line
  */
 static inline void spin_reset_at(struct spinlock *l, const char *file, int line) __releases(l)
 {
-#if IS_ENABLED(CONFIG_DEBUG_CORE)
-	sefer__witness_release(l->rank, file, line);
-#else
-	(void)file, (void)line;
-#endif
+	witness_release(l, file, line);
 	__release(l);
 	atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
