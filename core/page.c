@@ -76,9 +76,10 @@ void sefer__queue_remove(struct page_queue *q, struct page *pg)
 /*
  * used + length(free) == reserved (core/segment.h): every carved block is handed out (or
  * pending, or a policy's) or on the free list. For sefer_assert_expensive(): walks the list,
- * at most reserved + 1 links (a longer one, a cycle, disagrees).
+ * at most reserved + 1 links (a longer one, a cycle, disagrees). Unused without
+ * CONFIG_DEBUG_CORE_EXPENSIVE, where the assertions only type-check it.
  */
-static inline bool page_counts_agree(const struct page *pg)
+static inline __attribute__((__unused__)) bool page_counts_agree(const struct page *pg)
 {
 	uint32_t n = 0;
 
