@@ -170,7 +170,7 @@ struct heap *sefer__heap_struct_get(void)
 		heap = sefer__os.reserve(size, sefer__os_info.alloc_granularity, SEFER_NO_NODE);
 		if (!heap)
 			return NULL;
-		spin_init(&heap->fc.large_lock, LOCK_RANK_HEAP_LARGE); /* before fork can see it */
+		heaps_struct_init(heap); /* its large_lock's rank, before fork can see it */
 		spin_lock(&pool_lock);
 		heap->next_all = heap_all;
 		heap_all = heap;
