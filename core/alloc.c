@@ -28,7 +28,7 @@ static void prefault_zeroed(void *block, size_t from, size_t to)
 	size_t ps = sefer__os_info.page_size;
 	uintptr_t start, end;
 
-	if (!sefer__os.populate)
+	if (!os_has(SEFER_OS_POPULATE))
 		return;
 	if (to > sefer__opt.calloc_prefault)
 		to = (size_t)sefer__opt.calloc_prefault;

@@ -2,6 +2,7 @@
 /* A small printf for diagnostics that never allocates, and the error reports built on it. */
 #include <stdlib.h>
 
+#include "core/debug.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "sefer/os.h"
@@ -151,3 +152,11 @@ void sefer__report_corruption(const char *what, const void *p)
 	sefer__message("heap corruption: %s at %p", what, p);
 	abort();
 }
+
+#if IS_ENABLED(CONFIG_DEBUG_CORE)
+void sefer__debug_failed(const char *file, int line, const char *what)
+{
+	sefer__message("core check failed: %s:%d: %s", file, line, what);
+	abort();
+}
+#endif

@@ -3,8 +3,7 @@
  * Heaps: creation, the direct table, collecting, thread exit, adoption of a segment, the heap
  * pool, the fork handlers.
  *
- * Lock order (outermost first): pool_lock -> every heap's fc.large_lock (fork handlers only,
- * core/heaps.c) -> abandoned_lock -> spare_lock (core/unowned.c) -> registry lock (sync.h).
+ * Lock order: enum lock_rank (core/lock.h).
  *   pool_lock       protects the pool of exited and destroyed heaps and the list of all heaps.
  *
  * Thread exit keeps memory warm for the next thread: empty segments become spares, abandoned
@@ -35,7 +34,7 @@ SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initi
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
-static struct spinlock pool_lock = SPINLOCK_INIT;
+static struct spinlock pool_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static struct heap *heap_pool;
 static struct heap *heap_all;
 static atomic_int heaps_live; /* heaps of running threads */
@@ -171,6 +170,7 @@ struct heap *sefer__heap_struct_get(void)
 		heap = sefer__os.reserve(size, sefer__os_info.alloc_granularity, SEFER_NO_NODE);
 		if (!heap)
 			return NULL;
+		heaps_struct_init(heap); /* its large_lock's rank, before fork can see it */
 		spin_lock(&pool_lock);
 		heap->next_all = heap_all;
 		heap_all = heap;
@@ -258,6 +258,7 @@ void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg)
 {
 	struct page *pg;
 
+	sefer_assert(atomic_load_explicit(&seg->owner, memory_order_relaxed) == heap);
 	sefer__segment_set_add(&heap->segments, seg);
 	for_each_span(seg, pg, idx) {
 		pg->delayed_next = NULL;
@@ -283,7 +284,7 @@ void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 	spin_unlock(&pool_lock);
 }
 
-/* Lock order: pool_lock -> every first-class heap's large_lock -> abandoned_lock -> spare_lock */
+/* Every spinlock, in the lock order (enum lock_rank, core/lock.h). */
 void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock)
 {
@@ -311,8 +312,7 @@ void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lo
 	spin_reset(&pool_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer__heap != &sefer__heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
-		if (!sefer__os.random_bytes ||
-		    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
+		if (!os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
 			sefer__shuffle_key ^= sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 		heap_shuffle_seed(sefer__heap);
 	}

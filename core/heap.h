@@ -20,8 +20,7 @@
  * First-class heaps (CONFIG_HEAPS, core/heaps.c) are the same struct, made by sefer_heap_new()
  * for the calling thread; struct heap_fc below holds what they add.
  *
- * Lock order (outermost first): heap_pool_lock -> heap->fc.large_lock (fork only) ->
- * abandoned_lock -> spare_lock -> registry lock.
+ * Lock order: enum lock_rank (core/lock.h).
  */
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H
@@ -124,8 +123,9 @@ SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
 SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg);
-/* Fork handlers: prepare returns holding pool_lock, abandoned_lock and spare_lock (in that
- * order; the last two are core/unowned.c's), parent and child drop them. */
+/* Fork handlers: prepare returns holding every spinlock but the registry's, taken in the lock
+ * order (enum lock_rank, core/lock.h; abandoned_lock and spare_lock are core/unowned.c's),
+ * parent and child drop them. */
 SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
 	__acquires(spare_lock);
 SEFER_INTERNAL void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)

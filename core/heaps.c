@@ -38,8 +38,8 @@
  *    the owner thread or, for an orphan, by a thread whose cache cannot hold it), and a visit
  *    empties the cache before it walks.
  *
- * Lock order: pool_lock (heap.c, fork only) -> fc.large_lock -> nothing: no other lock is
- * taken while a large_lock is held, and fn runs with none held.
+ * Lock order: enum lock_rank (core/lock.h); no other lock is taken while a large_lock is held,
+ * and fn runs with none held.
  */
 #include <errno.h>
 #include <string.h>

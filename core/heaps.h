@@ -21,6 +21,12 @@ SEFER_INTERNAL void sefer__heaps_large_add(struct heap *heap, struct segment *se
 SEFER_INTERNAL bool sefer__heaps_large_remove(struct segment *seg);
 SEFER_INTERNAL bool sefer__heaps_large_detach(struct segment *seg);
 
+/* A heap struct just mapped (heap_struct_get), before the fork handlers can see it. */
+static inline void heaps_struct_init(struct heap *heap)
+{
+	spin_init(&heap->fc.large_lock, LOCK_RANK_HEAP_LARGE);
+}
+
 /* A heap struct made ready for reuse (heap_reset): not first-class, no owner, no children. */
 static inline void heaps_reset(struct heap *heap)
 {
@@ -78,7 +84,7 @@ static inline bool heaps_large_untrack(struct segment *seg)
  */
 static inline void heaps_fork_prepare(struct heap *h)
 {
-	spin_lock(&h->fc.large_lock);
+	spin_lock_nested(&h->fc.large_lock);
 	__release(&h->fc.large_lock);
 }
 
@@ -94,6 +100,11 @@ static inline void heaps_fork_child(struct heap *h)
 	spin_reset(&h->fc.large_lock);
 }
 #else
+static inline void heaps_struct_init(struct heap *heap)
+{
+	(void)heap;
+}
+
 static inline void heaps_reset(struct heap *heap)
 {
 	(void)heap;

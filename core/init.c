@@ -7,11 +7,12 @@
  * initialising thread itself may recurse into malloc (pthread_atfork can allocate) and is let
  * through, since everything the allocator needs was set up before that call.
  *
- * Fork: prepare takes every global lock in lock order (heap pool, abandoned list, registry),
- * so the child starts with consistent lists; the child resets them.
+ * Fork: prepare takes every spinlock in the lock order (enum lock_rank, core/lock.h), so the
+ * child starts with consistent lists; the child resets them.
  */
 #include <pthread.h>
 
+#include "core/debug.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/lock.h"
@@ -23,7 +24,6 @@ SEFER_INTERNAL struct sefer_os_info sefer__os_info = {
 	.page_size = 4096,
 	.alloc_granularity = 4096,
 	.node_count = 1,
-	.overcommit = true,
 	.max_request = PTRDIFF_MAX,
 };
 SEFER_INTERNAL uintptr_t sefer__list_key;
@@ -84,21 +84,20 @@ void sefer__process_init(void)
 	in_init = true;
 	sefer__annotate_init(); /* before the first segment is mapped */
 	sefer__os.init(&sefer__os_info);
+	sefer_assert(sefer_os_features_agree(&sefer__os)); /* the port's features, its slots */
 	sefer__options_init();
-	if (sefer__opt.show_stats && sefer__os.keep_err)
+	if (sefer__opt.show_stats && os_has(SEFER_OS_KEEP_ERR))
 		sefer__os.keep_err();
-	if (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__list_key, sizeof(sefer__list_key)))
+	if (!os_random_bytes(&sefer__list_key, sizeof(sefer__list_key)))
 		sefer__list_key = (uintptr_t)&sefer__list_key ^
 				  (uintptr_t)sefer__os.clock_ms() * 0x9e3779b97f4a7c15ULL;
 	sefer__list_key |= 1;
-	if (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__mark_key, sizeof(sefer__mark_key)))
+	if (!os_random_bytes(&sefer__mark_key, sizeof(sefer__mark_key)))
 		sefer__mark_key = sefer__list_key * 0xbf58476d1ce4e5b9ULL ^ (sefer__list_key >> 31);
 	sefer__mark_key |= 1; /* odd: no mark is an aligned pointer (a self-pointer included) */
 	/* the seed of every heap's free-list shuffle (heap.c, page.c) */
-	if (IS_ENABLED(CONFIG_HARDENED) && (!sefer__os.random_bytes ||
-	    !sefer__os.random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key))))
+	if (IS_ENABLED(CONFIG_HARDENED) &&
+	    !os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
 		sefer__shuffle_key = sefer__mark_key * 0x94d049bb133111ebULL ^ sefer__os.clock_ms();
 	sefer__policy_init_all();
 #ifndef _WIN32

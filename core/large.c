@@ -114,7 +114,7 @@ struct segment *sefer__segment_resize_large(struct segment *seg, size_t size, si
 	size_t total = align_up(off + size, SPAGE_SIZE), old = seg->size;
 	struct segment *moved;
 
-	if (!sefer__os.remap || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
+	if (!os_has(SEFER_OS_REMAP) || IS_ENABLED(CONFIG_GUARD_PAGES) || size > SIZE_MAX / 2 ||
 	    total < size || align > SEGMENT_SIZE / 2)
 		return NULL;
 	sefer__segment_unpublish(seg);

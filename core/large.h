@@ -18,11 +18,11 @@
  * when the segment is mapped and kept for its life (core/segment.c); in a large segment the
  * page right after the block's last OS page, moved by large_guard_place() whenever the block is
  * placed for a new size. Both go away with the reservation. The guard's size: 0 when the
- * option is off or the backend has no protect op.
+ * option is off or the backend lacks SEFER_OS_PROTECT.
  */
 static inline size_t guard_bytes(void)
 {
-	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !sefer__os.protect)
+	if (!IS_ENABLED(CONFIG_GUARD_PAGES) || !os_has(SEFER_OS_PROTECT))
 		return 0;
 	return sefer__os_info.page_size;
 }

@@ -591,7 +591,7 @@ static void read_variables(void)
 {
 	char entry[80], value[256];
 
-	if (!sefer__os.env_entry)
+	if (!os_has(SEFER_OS_ENV))
 		return;
 	for (size_t i = 0; sefer__os.env_entry(i, entry, sizeof(entry)); i++) {
 		struct sefer_option *o;
@@ -633,7 +633,7 @@ static bool list(struct sefer_option *o, const void *arg)
 
 void sefer__options_init(void)
 {
-	sefer__opt.secure = sefer__os.secure && sefer__os.secure();
+	sefer__opt.secure = os_has(SEFER_OS_SECURE) && sefer__os.secure();
 	sefer__options_visit(set_default, NULL);
 	read_options_variable();
 	read_variables();

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "core/debug.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/heaps.h"
@@ -59,6 +60,8 @@ void sefer__queue_push_back(struct page_queue *q, struct page *pg)
 
 void sefer__queue_remove(struct page_queue *q, struct page *pg)
 {
+	sefer_assert(pg->prev ? pg->prev->next == pg : q->first == pg); /* pg is in q */
+	sefer_assert(pg->next ? pg->next->prev == pg : q->last == pg);
 	if (pg->prev)
 		pg->prev->next = pg->next;
 	else
@@ -68,6 +71,21 @@ void sefer__queue_remove(struct page_queue *q, struct page *pg)
 	else
 		q->last = pg->prev;
 	pg->next = pg->prev = NULL;
+}
+
+/*
+ * used + length(free) == reserved (core/segment.h): every carved block is handed out (or
+ * pending, or a policy's) or on the free list. For sefer_assert_expensive(): walks the list,
+ * at most reserved + 1 links (a longer one, a cycle, disagrees). Unused without
+ * CONFIG_DEBUG_CORE_EXPENSIVE, where the assertions only type-check it.
+ */
+static inline __attribute__((__unused__)) bool page_counts_agree(const struct page *pg)
+{
+	uint32_t n = 0;
+
+	for (const struct block *b = pg->free; b && n <= pg->reserved; b = block_next(pg, b))
+		n++;
+	return pg->used <= pg->reserved && pg->used + n == pg->reserved;
 }
 
 #if IS_ENABLED(CONFIG_HARDENED)
@@ -175,6 +193,7 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 	atomic_store_explicit(&pg->xt_block_size, pg->block_size, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_div_magic, pg->div_magic, memory_order_relaxed);
 	page_extend(heap, pg);
+	sefer_assert_expensive(page_counts_agree(pg));
 }
 
 /*
@@ -212,8 +231,10 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 	}
 	block_set_next(last, pg->free);
 	pg->free = head;
+	sefer_assert(n <= pg->used); /* the pending blocks were counted as handed out */
 	pg->used -= n; /* handed out until now: pending (segment.h) */
 	pg->is_zero = 0;
+	sefer_assert_expensive(page_counts_agree(pg));
 	return true;
 }
 
@@ -224,6 +245,10 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 static bool page_to_full(struct heap *heap, struct page *pg)
 {
 	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+	/* nothing to allocate: no free block, nothing left to carve, so every block is out */
+	sefer_assert(!pg->free && pg->reserved == pg->capacity && pg->used == pg->reserved);
+	sefer_assert(!(pg->flags & PAGE_FULL));
 
 	for (;;) {
 		if (xt_ptr(old)) {
@@ -259,6 +284,8 @@ void sefer__page_unfull(struct heap *heap, struct page *pg)
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t old = XT_FULL;
 
+	sefer_assert(pg->flags & PAGE_FULL);
+	sefer_assert_expensive(page_counts_agree(pg));
 	page_clear_full(pg);
 	sefer__queue_remove(&heap->full, pg);
 	sefer__queue_push_back(q, pg);
@@ -280,10 +307,17 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
+	sefer_assert(pg->used == 0);
 	if ((pg->flags & PAGE_FULL) || q->first == pg)
 		return;
 	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)
 		return; /* on the delayed list: retired when drained and freed again */
+	/*
+	 * Not on a delayed list, and no pusher can put it there now: a tag of FULL goes with
+	 * PAGE_FULL (page_to_full, page_unfull), and with no block out nobody frees into it.
+	 */
+	sefer_assert(atomic_load_explicit(&pg->xthread, memory_order_relaxed) == XT_NORMAL);
+	sefer_assert_expensive(page_counts_agree(pg));
 	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {
 		sefer__span_free(&heap->segments, pg);
@@ -358,6 +392,7 @@ retry:
 	sefer__heap_direct_update(heap, bin);
 	return pg;
 found:
+	sefer_assert(pg->free && pg->bin == bin); /* a block to hand out, of this bin */
 	if (q->first != pg) {
 		sefer__queue_remove(q, pg);
 		sefer__queue_push_front(q, pg);

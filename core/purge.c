@@ -46,6 +46,7 @@ static uint64_t purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 {
 	uint64_t done = mask & seg->dirty_pages, retry = 0;
 
+	sefer_assert(!(done & ~seg->free_pages)); /* never the memory of a slot in a span */
 	mask = done;
 	if (!mask)
 		return 0;

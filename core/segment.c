@@ -88,6 +88,7 @@ void sefer__segment_set_reset(struct segment_set *set, struct heap *owner)
  */
 void sefer__segment_set_add(struct segment_set *set, struct segment *seg)
 {
+	sefer_assert(atomic_load_explicit(&seg->owner, memory_order_relaxed) == set->owner);
 	seg->has_space = seg->free_pages != 0;
 	segment_list_push(seg->has_space ? &set->with_space : &set->full, seg);
 	set_purge_at(set, seg->purge_at);
@@ -149,6 +150,7 @@ struct segment *sefer__segment_alloc_small(struct segment_set *set, int node)
  */
 void sefer__segment_free(struct segment_set *set, struct segment *seg)
 {
+	sefer_assert(seg->used_pages == 0 && seg->free_pages == ALL_PAGES_MASK); /* empty */
 	owned_forget(seg);
 	segment_list_remove(seg->has_space ? &set->with_space : &set->full, seg);
 	if (!set->live) {

@@ -35,6 +35,7 @@
 
 #include "core/bins.h"
 #include "core/config.h"
+#include "core/debug.h"
 #include "core/owner.h"
 #include "core/sync.h"
 
@@ -238,6 +239,7 @@ static inline void segment_list_push(struct segment **head, struct segment *seg)
 
 static inline void segment_list_remove(struct segment **head, struct segment *seg)
 {
+	sefer_assert(seg->prev ? seg->prev->next == seg : *head == seg); /* seg is on this list */
 	if (seg->prev)
 		seg->prev->next = seg->next;
 	else
@@ -245,6 +247,17 @@ static inline void segment_list_remove(struct segment **head, struct segment *se
 	if (seg->next)
 		seg->next->prev = seg->prev;
 	seg->next = seg->prev = NULL;
+}
+
+/*
+ * A small segment's slot states agree (for assertions, core/debug.h): dirty and purged slots
+ * are free ones and none is both, and used_pages counts the slots in spans (the header's not).
+ */
+static inline bool segment_slots_agree(const struct segment *seg)
+{
+	return !((seg->dirty_pages | seg->purged_pages) & ~seg->free_pages) &&
+	       !(seg->dirty_pages & seg->purged_pages) && !(seg->free_pages & ~ALL_PAGES_MASK) &&
+	       seg->used_pages == (uint32_t)__builtin_popcountll(ALL_PAGES_MASK & ~seg->free_pages);
 }
 
 /* Every span head of a small segment. */

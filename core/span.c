@@ -81,9 +81,12 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 		idx = find_run(seg->free_pages, n);
 	}
 
+	sefer_assert(idx >= 0 && segment_slots_agree(seg));
 	uint64_t bits = span_bits(n, (unsigned)idx);
 	struct page *pg = &seg->pages[idx];
 	uint64_t purged = seg->purged_pages & bits;
+
+	sefer_assert((seg->free_pages & bits) == bits); /* the span takes free slots only */
 
 	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
 	sefer__purge_span_taken(set, seg, bits);
@@ -114,6 +117,8 @@ void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay
 	unsigned n = pg->span, idx = pg->index;
 	uint64_t bits = span_bits(n, idx);
 
+	/* a span's slots, all in use: not freed twice, nor a descriptor that heads no span */
+	sefer_assert(n && !(seg->free_pages & bits) && seg->used_pages >= n);
 	sefer__purge_slots_freed(seg, bits, delay);
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
@@ -123,6 +128,7 @@ void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay
 	seg->dirty_pages |= bits;
 	seg->used_pages -= n;
 	seg->has_space = true;
+	sefer_assert(segment_slots_agree(seg));
 }
 
 void sefer__span_free(struct segment_set *set, struct page *pg)

@@ -9,7 +9,7 @@
  *   CONFIG_SYNC_URCU  liburcu's bulletproof flavour (urcu-bp) and its RCU list (Linux)
  *   CONFIG_SYNC_C11   a reader count and spinning grace period on C11 atomics (portable)
  *
- * Lock order: registry lock is innermost (nothing else is taken while it is held).
+ * Lock order: enum lock_rank (core/lock.h); the registry lock is innermost.
  */
 #ifndef SEFER_CORE_SYNC_H
 #define SEFER_CORE_SYNC_H

@@ -24,7 +24,7 @@
 
 static struct sync_node registry = { .next = (struct sync_node __force __sefer_rcu *)&registry,
 				     .prev = &registry };
-static struct spinlock reg_lock = SPINLOCK_INIT;
+static struct spinlock reg_lock = SPINLOCK_INIT(LOCK_RANK_REGISTRY);
 static atomic_long readers;
 
 /* The accessors of a published link (the __sefer_rcu space, core/sync.h), each with its order. */

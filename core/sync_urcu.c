@@ -5,7 +5,7 @@
  * library that does not own its threads. The list is liburcu's RCU list.
  *
  * Only slow paths come here (segment map/unmap, stats, heap checks), never malloc/free fast
- * paths. Writers serialise on reg_lock (innermost lock).
+ * paths. Writers serialise on reg_lock (innermost: enum lock_rank, core/lock.h).
  */
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
@@ -15,7 +15,7 @@
 #include "core/sync.h"
 
 static CDS_LIST_HEAD(registry);
-static struct spinlock reg_lock = SPINLOCK_INIT;
+static struct spinlock reg_lock = SPINLOCK_INIT(LOCK_RANK_REGISTRY);
 
 void sefer__sync_registry_add(struct sync_node *n)
 {

@@ -16,7 +16,8 @@
  * segment is reclaimed first, never whether a reclaim is correct.
  *
  * What of these segments is purged and when is core/purge.c's; this file walks the lists under
- * their locks and holds each segment while purge.c works on it. Lock order: core/unowned.h.
+ * their locks and holds each segment while purge.c works on it. Lock order: enum lock_rank
+ * (core/lock.h).
  */
 #include "core/annotate.h"
 #include "core/block.h"
@@ -32,7 +33,7 @@
 #define RECLAIM_SCAN 16 /* abandoned segments searched for one the heap freed into */
 
 /* ---- spare segments (empty, of exited heaps) ---- */
-static struct spinlock spare_lock = SPINLOCK_INIT;
+static struct spinlock spare_lock = SPINLOCK_INIT(LOCK_RANK_SPARE);
 static struct segment *spare;
 static unsigned nspare; /* written under spare_lock, read without it as a hint */
 
@@ -44,6 +45,7 @@ void sefer__spare_put(struct segment *seg)
 {
 	uint64_t due = sefer__segment_deadline(seg);
 
+	sefer_assert(seg->kind == SEG_SMALL && seg->used_pages == 0); /* empty */
 	spin_lock(&spare_lock);
 	if (nspare >= SPARE_MAX) {
 		spin_unlock(&spare_lock);
@@ -183,7 +185,7 @@ void sefer__segment_drop(struct segment *seg)
 }
 
 /* ---- abandoned segments (of exited threads, with live blocks) ---- */
-static struct spinlock abandoned_lock = SPINLOCK_INIT;
+static struct spinlock abandoned_lock = SPINLOCK_INIT(LOCK_RANK_ABANDONED);
 static struct segment *abandoned;
 
 static void segment_mark_never(struct segment *seg)
@@ -222,6 +224,7 @@ static void abandon_segments(struct segment *list)
 	for (seg = list; seg; seg = next) {
 		uint64_t due = sefer__segment_deadline(seg);
 
+		sefer_assert(seg->used_pages > 0); /* the empty ones went to the spares */
 		next = seg->next;
 		atomic_store_explicit(&seg->freed_by, NULL, memory_order_relaxed);
 		spin_lock(&abandoned_lock);
@@ -321,6 +324,10 @@ void sefer__set_abandon(struct segment_set *set)
  * abandoned_lock held. */
 static void abandoned_unlink(struct segment *seg) __must_hold(&abandoned_lock)
 {
+	sefer_assert(spin_held(&abandoned_lock));
+	sefer_assert(seg->prev ? seg->prev->next == seg : abandoned == seg);
+	/* won by its owner CAS: adopted, or held (HELD_OWNER) and emptied */
+	sefer_assert(atomic_load_explicit(&seg->owner, memory_order_relaxed) != NULL);
 	if (seg->prev)
 		seg->prev->next = seg->next;
 	else
@@ -336,6 +343,7 @@ static bool abandoned_take(struct heap *heap, struct segment *seg) __must_hold(&
 {
 	struct heap *expect = NULL;
 
+	sefer_assert(spin_held(&abandoned_lock));
 	/* acquire: pairs with the release store of NULL in abandon_segments(). */
 	return atomic_compare_exchange_strong_explicit(&seg->owner, &expect, heap,
 						       memory_order_acquire, memory_order_relaxed);

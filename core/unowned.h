@@ -5,9 +5,8 @@
  * of exited threads that still hold live blocks, adopted by heaps that need memory). Their
  * lists, their locks and the fork handlers of those locks.
  *
- * Lock order: abandoned_lock -> spare_lock (spare_lock is taken with no other lock held, or
- * inside abandoned_lock); heap.c's pool_lock and the first-class heaps' large_lock come
- * before both (core/heap.h).
+ * Lock order: enum lock_rank (core/lock.h); spare_lock is taken with no other lock held, or
+ * inside abandoned_lock.
  */
 #ifndef SEFER_CORE_UNOWNED_H
 #define SEFER_CORE_UNOWNED_H

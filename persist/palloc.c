@@ -98,7 +98,7 @@ static uint64_t new_salt(void)
 	uint64_t salt = 0;
 	struct timespec ts;
 
-	if (!sefer__os.random_bytes || !sefer__os.random_bytes(&salt, sizeof(salt))) {
+	if (!(sefer__os.features & SEFER_OS_RANDOM) || !sefer__os.random_bytes(&salt, sizeof(salt))) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		salt = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec;
 	}

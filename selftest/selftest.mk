@@ -53,6 +53,8 @@ variant-config := DEBUG_DOUBLE_FREE=n SEGMENT_SHIFT=21 PAGE_SHIFT=15 GUARD_PAGES
 # ---- sanitizers: the core built by clang with ASan, TSan or UBSan (malloc face off, since the
 # sanitizer runtime owns malloc), running the unit suites and the stress test on sefer_*; TSan
 # also with liburcu's registry (tsan-urcu) and in the variant configuration (tsan-variant).
+# check-tsan runs with CONFIG_DEBUG_CORE: the core's assertions and the lock-order witness
+# under the threads of the stress test and the unit suites.
 # The process suite (fork, RLIMIT_AS, exec'd children) runs in the plain and UBSan builds only:
 # ASan's shadow memory does not fit a 512 MiB address-space limit and TSan does not support
 # fork from a threaded process.
@@ -62,7 +64,7 @@ san-cflags-tsan-urcu := -fsanitize=thread
 san-cflags-tsan-variant := -fsanitize=thread
 san-cflags-ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
 san-config-asan := MALLOC_FACE=n SYNC_C11=y SANITIZE_ADDRESS=y
-san-config-tsan := MALLOC_FACE=n SYNC_C11=y
+san-config-tsan := MALLOC_FACE=n SYNC_C11=y DEBUG_CORE=y
 san-config-tsan-urcu := MALLOC_FACE=n SYNC_URCU=y
 san-config-tsan-variant := MALLOC_FACE=n SYNC_C11=y $(variant-config)
 san-config-ubsan := MALLOC_FACE=n
@@ -146,16 +148,17 @@ check-malloc-fuzz: malloc-fuzz
 # The same, FUZZ_TIME seconds, in two more configurations built from this one in
 # $(objtree)/fuzz-<name>, from the same seeds: hardened (shuffled free lists, encoded links,
 # the sized frees' contract) with the fastbin policy on, paths the defconfig's run never
-# takes; and the variant (variant-config, above, with the C11 registry), without free marks
-# and so without ASan poisoning, whose first 12-minute run found the poisoning's false report
-# that made SANITIZE_ADDRESS depend on the marks.
+# takes; and the variant (variant-config, above, with the C11 registry and CONFIG_DEBUG_CORE:
+# every input also runs the core's assertions), without free marks and so without ASan
+# poisoning, whose first 12-minute run found the poisoning's false report that made
+# SANITIZE_ADDRESS depend on the marks.
 # And faults (CONFIG_FAULT_INJECTION, Documentation/debugging.rst): every OS op the core calls
 # fails at random, SEFER_FAIL_PROBABILITY percent of the calls (map: segments, large blocks, heap
 # structs; remap: large realloc and the large cache's re-place; purge; populate), and the
 # harness takes NULL with ENOMEM from a call that met a fault, and nothing else; its last line
 # counts the faults and the outcomes. Budget: 60 s (build about 35 s, FUZZ_TIME 20 s).
 mfuzz-config-hardened := HARDENED=y POLICY_FASTBIN=y
-mfuzz-config-variant := $(variant-config) SYNC_C11=y
+mfuzz-config-variant := $(variant-config) SYNC_C11=y DEBUG_CORE=y
 mfuzz-config-faults := FAULT_INJECTION=y
 mfuzz-env-faults := SEFER_FAIL_OPS=all SEFER_FAIL_PROBABILITY=10 SEFER_FAIL_SEED=45
 ifeq ($(CONFIG_SELFTEST_SANITIZERS),y)

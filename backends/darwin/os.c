@@ -3,39 +3,33 @@
  * The Darwin (macOS) backend: the POSIX part (backends/posix/) plus the few Darwin-only
  * lines, each marked DARWIN below. See include/sefer/os.h for each op's contract.
  *
- *   purge     MADV_FREE_REUSABLE (lazy: the pages leave the task's footprint at once, the
- *             kernel takes them when it needs to), or a MAP_FIXED remap when the range must
- *             read as zero (Darwin's MADV_DONTNEED does not zero anonymous memory).
- *   commit    MADV_FREE_REUSE first, so a range purged with MADV_FREE_REUSABLE is accounted
- *             to the task again.
+ *   purge     MADV_FREE when lazy (the kernel takes the pages when it needs them; until then
+ *             they stay in the task's footprint), or a MAP_FIXED remap when the range must
+ *             read as zero (Darwin's MADV_DONTNEED does not zero anonymous memory). Not
+ *             MADV_FREE_REUSABLE, whose pages leave the footprint at once: they must be
+ *             handed back with MADV_FREE_REUSE before reuse, and the contract has no such
+ *             step (purge leaves a range usable as it is; the core reuses purged pages
+ *             directly), so reused pages would be missing from the footprint.
  *   sync      fcntl(F_FULLFSYNC): fsync() on Darwin does not flush the drive's cache.
- *   NUMA      none: current_node() is SEFER_NO_NODE and bind_node is NULL, so the numa policy
- *             compiles to nothing (BACKEND_DARWIN does not select BACKEND_HAS_NUMA).
+ *   NUMA      none: no SEFER_OS_NUMA, and BACKEND_DARWIN does not select BACKEND_HAS_NUMA,
+ *             so the numa policy compiles to nothing.
  *   thread exit  the POSIX pthread key (posix_thread_exit_hook).
  *
  * Not compiled on a Mac in this project's CI: see Documentation/backends/darwin.rst.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "backends/posix/posix.h"
 
-static bool darwin_commit(void *addr, size_t size, bool *is_zero)
-{
-	/* DARWIN: undo MADV_FREE_REUSABLE's accounting; harmless on other ranges. */
-	madvise(addr, size, MADV_FREE_REUSE);
-	return sefer__posix_commit(addr, size, is_zero);
-}
-
 static bool darwin_purge(void *addr, size_t size, bool eager)
 {
 	if (!eager) {
-		/* DARWIN: lazy reclaim that also drops the pages from the footprint now. */
-		if (madvise(addr, size, MADV_FREE_REUSABLE) == 0)
+		/* DARWIN: lazy reclaim; the pages stay usable with no step before reuse. */
+		if (madvise(addr, size, MADV_FREE) == 0)
 			return false;
 	}
 	/* Fresh anonymous pages over the range: no RSS, reads as zero, still usable. */
@@ -43,25 +37,10 @@ static bool darwin_purge(void *addr, size_t size, bool eager)
 		    0) != MAP_FAILED;
 }
 
-static int darwin_current_node(void)
-{
-	return SEFER_NO_NODE;
-}
-
 static bool darwin_random_bytes(void *buf, size_t len)
 {
 	arc4random_buf(buf, len); /* the kernel's CSPRNG; never fails */
 	return true;
-}
-
-static uint64_t darwin_thread_id(void)
-{
-	uint64_t tid = 0;
-
-	/* DARWIN: the system-wide thread id (what Activity Monitor and lldb show). */
-	if (pthread_threadid_np(pthread_self(), &tid) != 0)
-		return sefer__posix_thread_id();
-	return tid;
 }
 
 static int darwin_sync(sefer_file_t f)
@@ -81,15 +60,13 @@ static bool darwin_secure(void)
 
 SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "darwin",
+	.features = SEFER_OS_PROTECT | SEFER_OS_SECURE | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM |
+		    SEFER_OS_YIELD | SEFER_OS_ENV, /* no NUMA API on Darwin */
 	.init = sefer__posix_init,
 	.reserve = sefer__posix_reserve,
 	.release = sefer__posix_release,
-	.commit = darwin_commit,
-	.decommit = sefer__posix_decommit,
 	.protect = sefer__posix_protect,
 	.purge = darwin_purge,
-	.bind_node = NULL, /* no NUMA API on Darwin */
-	.current_node = darwin_current_node,
 	.clock_ms = sefer__posix_clock_ms,
 	.getenv = sefer__posix_getenv,
 	.env_entry = sefer__posix_env_entry,
@@ -98,7 +75,6 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.keep_err = sefer__posix_keep_err,
 	.random_bytes = darwin_random_bytes,
 	.thread_exit_hook = sefer__posix_thread_exit_hook,
-	.thread_id = darwin_thread_id,
 	.yield = sefer__posix_yield,
 	.open_file = sefer__posix_open_file,
 	.close_file = sefer__posix_close_file,

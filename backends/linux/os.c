@@ -188,11 +188,6 @@ static bool linux_random_bytes(void *buf, size_t len)
 	return getrandom(buf, len, GRND_NONBLOCK) == (ssize_t)len;
 }
 
-static uint64_t linux_thread_id(void)
-{
-	return (uint64_t)syscall(SYS_gettid);
-}
-
 static int linux_sync(sefer_file_t f)
 {
 	return fdatasync((int)f) ? -errno : 0;
@@ -294,12 +289,12 @@ static bool linux_secure(void)
 
 SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "linux",
+	.features = SEFER_OS_REMAP | SEFER_OS_POPULATE | SEFER_OS_PROTECT | SEFER_OS_NUMA |
+		    SEFER_OS_SECURE | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV,
 	.init = linux_init,
 	.reserve = sefer__posix_reserve,
 	.release = linux_release,
 	.remap = linux_remap,
-	.commit = sefer__posix_commit,
-	.decommit = sefer__posix_decommit,
 	.protect = sefer__posix_protect,
 	.purge = linux_purge,
 	.populate = linux_populate,
@@ -313,7 +308,6 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.keep_err = sefer__posix_keep_err,
 	.random_bytes = linux_random_bytes,
 	.thread_exit_hook = sefer__posix_thread_exit_hook,
-	.thread_id = linux_thread_id,
 	.yield = sefer__posix_yield,
 	.open_file = sefer__posix_open_file,
 	.close_file = sefer__posix_close_file,

@@ -127,11 +127,6 @@ bool sefer__posix_thread_exit_hook(void (*fn)(void *), void *arg)
 	return pthread_setspecific(exit_key, arg) == 0;
 }
 
-uint64_t sefer__posix_thread_id(void)
-{
-	return (uint64_t)(uintptr_t)pthread_self();
-}
-
 void sefer__posix_yield(void)
 {
 	sched_yield();

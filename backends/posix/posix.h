@@ -12,8 +12,6 @@
 SEFER_INTERNAL void sefer__posix_init(struct sefer_os_info *info);
 SEFER_INTERNAL void *sefer__posix_reserve(size_t size, size_t align, int node);
 SEFER_INTERNAL void sefer__posix_release(void *addr, size_t size);
-SEFER_INTERNAL bool sefer__posix_commit(void *addr, size_t size, bool *is_zero);
-SEFER_INTERNAL bool sefer__posix_decommit(void *addr, size_t size);
 SEFER_INTERNAL bool sefer__posix_protect(void *addr, size_t size, bool none);
 SEFER_INTERNAL uint64_t sefer__posix_clock_ms(void);
 SEFER_INTERNAL bool sefer__posix_getenv(const char *name, char *buf, size_t len);
@@ -21,7 +19,6 @@ SEFER_INTERNAL bool sefer__posix_env_entry(size_t i, char *buf, size_t len);
 SEFER_INTERNAL void sefer__posix_write_err(const char *msg, size_t len);
 SEFER_INTERNAL void sefer__posix_keep_err(void);
 SEFER_INTERNAL bool sefer__posix_thread_exit_hook(void (*fn)(void *), void *arg);
-SEFER_INTERNAL uint64_t sefer__posix_thread_id(void);
 SEFER_INTERNAL void sefer__posix_yield(void);
 
 SEFER_INTERNAL sefer_file_t sefer__posix_open_file(const char *path, int flags);

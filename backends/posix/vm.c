@@ -64,7 +64,6 @@ void sefer__posix_init(struct sefer_os_info *info)
 	info->page_size = os_page;
 	info->alloc_granularity = os_page;
 	info->node_count = 1;
-	info->overcommit = true;
 	atomic_store_explicit(&next_hint, hint_first(), memory_order_relaxed);
 }
 
@@ -134,23 +133,7 @@ void sefer__posix_release(void *addr, size_t size)
 	munmap(addr, size);
 }
 
-bool sefer__posix_commit(void *addr, size_t size, bool *is_zero)
-{
-	*is_zero = false;
-	return mprotect(addr, size, PROT_READ | PROT_WRITE) == 0;
-}
-
 bool sefer__posix_protect(void *addr, size_t size, bool none)
 {
 	return mprotect(addr, size, none ? PROT_NONE : PROT_READ | PROT_WRITE) == 0;
-}
-
-bool sefer__posix_decommit(void *addr, size_t size)
-{
-	/* Fresh anonymous pages replace the range: reads as zero, no RSS, no access until commit.
-	 */
-	void *p = mmap(addr, size, PROT_NONE,
-		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	return p != MAP_FAILED;
 }

@@ -48,7 +48,6 @@ static void win32_init(struct sefer_os_info *info)
 	info->page_size = page_size;
 	info->alloc_granularity = granularity;
 	info->node_count = node_count;
-	info->overcommit = false; /* committed memory counts against the commit limit */
 }
 
 /* VirtualAlloc, or VirtualAllocExNuma when a node is given. NULL on failure. */
@@ -154,18 +153,6 @@ static void win32_release(void *addr, size_t size)
 		}
 	}
 	VirtualFree(addr, 0, MEM_RELEASE);
-}
-
-static bool win32_commit(void *addr, size_t size, bool *is_zero)
-{
-	/* Committing pages that were decommitted gives zero pages; committed ones keep data. */
-	*is_zero = false;
-	return VirtualAlloc(addr, size, MEM_COMMIT, PAGE_READWRITE) != NULL;
-}
-
-static bool win32_decommit(void *addr, size_t size)
-{
-	return VirtualFree(addr, size, MEM_DECOMMIT) != 0;
 }
 
 /* Guard pages: PAGE_NOACCESS keeps the pages committed (they count against the commit
@@ -362,11 +349,6 @@ static bool win32_thread_exit_hook(void (*fn)(void *), void *arg)
 	return FlsSetValue(fls_index, arg) != 0;
 }
 
-static uint64_t win32_thread_id(void)
-{
-	return (uint64_t)GetCurrentThreadId();
-}
-
 static void win32_yield(void)
 {
 	SwitchToThread();
@@ -493,11 +475,11 @@ static int win32_lock_file(sefer_file_t f)
 
 SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "win32",
+	.features = SEFER_OS_PROTECT | SEFER_OS_NUMA | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM |
+		    SEFER_OS_YIELD | SEFER_OS_ENV,
 	.init = win32_init,
 	.reserve = win32_reserve,
 	.release = win32_release,
-	.commit = win32_commit,
-	.decommit = win32_decommit,
 	.protect = win32_protect,
 	.purge = win32_purge,
 	.bind_node = win32_bind_node,
@@ -509,7 +491,6 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.keep_err = win32_keep_err,
 	.random_bytes = win32_random_bytes,
 	.thread_exit_hook = win32_thread_exit_hook,
-	.thread_id = win32_thread_id,
 	.yield = win32_yield,
 	.open_file = win32_open_file,
 	.close_file = win32_close_file,

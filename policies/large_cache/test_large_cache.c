@@ -48,7 +48,7 @@ static void setup(void)
 }
 
 /* A request no cached segment fits as it is resizes one (segment_resize_large) where it can. */
-#define RESIZES (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
+#define RESIZES ((sefer__os.features & SEFER_OS_REMAP) && !IS_ENABLED(CONFIG_GUARD_PAGES))
 
 static bool cached(const void *p)
 {

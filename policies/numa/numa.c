@@ -55,7 +55,7 @@ int sefer__numa_segment_node(struct heap *h)
 
 bool sefer__numa_policy_init(void)
 {
-	numa_on = sefer__os.current_node && sefer__os.bind_node && current_node() != SEFER_NO_NODE;
+	numa_on = os_has(SEFER_OS_NUMA) && current_node() != SEFER_NO_NODE;
 	if (!numa_on && sefer__opt.verbose)
 		sefer__message("numa: the backend reports no node for this CPU; policy off");
 	return numa_on;

@@ -24,6 +24,7 @@ static const struct {
 	{ "os", os_suite },		{ "remap_undo", remap_undo_suite },
 	{ "stats", stats_suite },
 	{ "fault", fault_suite },
+	{ "debug", debug_suite },
 	SEFER_POLICY_TESTS(POLICY_SUITE)
 };
 

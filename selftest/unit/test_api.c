@@ -536,11 +536,11 @@ Suite *api_suite(void)
 	tcase_add_test(tc, malloc_zero_is_unique);
 	tcase_add_test(tc, usable_slack_is_writable);
 	tcase_add_test(tc, realloc_keeps_contents);
-	if (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES))
+	if ((sefer__os.features & SEFER_OS_REMAP) && !IS_ENABLED(CONFIG_GUARD_PAGES))
 		tcase_add_test(tc, realloc_large_moves_pages);
 	tcase_add_test(tc, calloc_zeroes);
 #ifdef __linux__
-	if (sefer__os.populate)
+	if (sefer__os.features & SEFER_OS_POPULATE)
 		tcase_add_test(tc, calloc_prefault);
 #endif
 	tcase_add_test(tc, overflow_checks);

@@ -225,7 +225,7 @@ START_TEST(realloc_large_in_heap_moves_pages)
 	p = sefer_heap_realloc(h, p, (size_t)32 << 20);
 	grown = atomic_load(&sefer__large_mapped) - before;
 	ck_assert_uint_eq(page_pattern_bad(p, 0, (size_t)8 << 20), 0);
-	if (sefer__os.remap && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
+	if ((sefer__os.features & SEFER_OS_REMAP) && !IS_ENABLED(CONFIG_GUARD_PAGES)) {
 		/* the pages moved: 24 MiB more mapped, where a copy maps 32 MiB anew */
 		ck_assert_uint_lt(grown, (size_t)32 << 20);
 	}

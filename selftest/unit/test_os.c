@@ -99,7 +99,7 @@ START_TEST(remap_moves_every_step)
 	uint8_t *old, *moved;
 	void *block;
 
-	if (!sefer__os.remap)
+	if (!(sefer__os.features & SEFER_OS_REMAP))
 		return;
 	old = filled_reservation();
 	/* Something right after the range: it cannot grow in place, so its pages must move. */
@@ -137,7 +137,7 @@ START_TEST(remap_failed_step_moves_back)
 	size_t hole = 3 * STEP; /* where a step starts: mremap needs a mapping there */
 	uint8_t *old;
 
-	if (!sefer__os.remap)
+	if (!(sefer__os.features & SEFER_OS_REMAP))
 		return;
 	old = filled_reservation();
 	ck_assert_int_eq(munmap(old + hole, os_page()), 0);
@@ -233,11 +233,40 @@ START_TEST(reservations_follow_the_hint)
 }
 END_TEST
 
+/*
+ * The port's declared features match its filled slots (include/sefer/os.h), every required
+ * slot is filled, and the agreement check notices a slot dropped or added behind its bit.
+ */
+START_TEST(features_match_slots)
+{
+	struct sefer_os_ops os = sefer__os;
+
+	ck_assert_uint_eq(sefer__os.features, sefer_os_filled_features(&sefer__os, false));
+	ck_assert_uint_eq(sefer__os.features, sefer_os_filled_features(&sefer__os, true));
+	ck_assert(sefer_os_features_agree(&sefer__os));
+	ck_assert(sefer__os.init && sefer__os.reserve && sefer__os.release && sefer__os.purge &&
+		  sefer__os.clock_ms && sefer__os.getenv && sefer__os.write_err &&
+		  sefer__os.thread_exit_hook && sefer__os.open_file && sefer__os.lock_file);
+	/* Linux fills every optional op. */
+	ck_assert_uint_eq(sefer__os.features, SEFER_OS_REMAP | SEFER_OS_POPULATE | SEFER_OS_PROTECT |
+						      SEFER_OS_NUMA | SEFER_OS_SECURE |
+						      SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM |
+						      SEFER_OS_YIELD | SEFER_OS_ENV);
+	os.current_node = NULL; /* half of NUMA: declared, not filled */
+	ck_assert(!sefer_os_features_agree(&os));
+	os.features &= ~SEFER_OS_NUMA; /* undeclared, but bind_node still filled */
+	ck_assert(!sefer_os_features_agree(&os));
+	os.bind_node = NULL;
+	ck_assert(sefer_os_features_agree(&os));
+}
+END_TEST
+
 Suite *os_suite(void)
 {
 	Suite *s = suite_create("os");
 	TCase *tc = tcase_create("steps");
 
+	tcase_add_test(tc, features_match_slots);
 	tcase_add_test(tc, remap_moves_every_step);
 	tcase_add_test(tc, release_and_purge_every_step);
 	tcase_add_test(tc, reservations_follow_the_hint);

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/lock.h"
 #include "core/stats.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 #define RING 4096
@@ -239,7 +240,7 @@ END_TEST
  * keeps the lock (here it sleeps, as a preempted holder would not run), the waiter yields, and
  * the stats count it. Needs CONFIG_STATS and a backend with a yield op.
  */
-static struct spinlock held_lock = SPINLOCK_INIT;
+static struct spinlock held_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static atomic_int waiter_done;
 
 static void *lock_waiter(void *arg)
@@ -284,7 +285,7 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
 	tcase_add_test(tc, no_line_shared_between_threads);
-	if (IS_ENABLED(CONFIG_STATS) && sefer__os.yield)
+	if (IS_ENABLED(CONFIG_STATS) && (sefer__os.features & SEFER_OS_YIELD))
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -28,6 +28,7 @@ Suite *os_suite(void);
 Suite *remap_undo_suite(void);
 Suite *stats_suite(void);
 Suite *fault_suite(void);
+Suite *debug_suite(void);
 
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -9,20 +9,11 @@
 #define SEFER_DARWIN_SHIM_H
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <sys/mman.h>
 
-#ifndef MADV_FREE_REUSABLE
-#define MADV_FREE_REUSABLE 7 /* placeholder */
-#endif
-#ifndef MADV_FREE_REUSE
-#define MADV_FREE_REUSE 8 /* placeholder */
-#endif
 #ifndef F_FULLFSYNC
 #define F_FULLFSYNC 51 /* placeholder */
 #endif
-int pthread_threadid_np(pthread_t thread, uint64_t *tid);
 int issetugid(void); /* <unistd.h> on Darwin */
 
 #endif
