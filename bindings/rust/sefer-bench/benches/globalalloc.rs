@@ -1,1 +1,117 @@
-fn main() {}
+// SPDX-License-Identifier: MIT
+//! The GlobalAlloc benchmark (make bench-rust): sefer, mimalloc and the system allocator
+//! (glibc), each driven through its `GlobalAlloc` methods from the same generic workloads
+//! (sefer_bench), at 1 thread and at 4. Criterion's quick profile by default (sample size 10,
+//! 150 ms warm-up, 600 ms measurement); SEFER_BENCH_FULL=1 keeps criterion's defaults. SEFER_BENCH_META=file: where to write the
+//! allocators' versions for the report.
+//! bench/rust_report.py turns criterion's estimates into bench/results/rust-latest.md.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkGroup, Criterion};
+use criterion::measurement::WallTime;
+use sefer::Sefer;
+use sefer_bench::{churn_bulk, churn_steady, on_threads, vec_grow, Mimalloc, CHURN, WINDOW};
+
+const SIZES: [usize; 4] = [16, 64, 256, 1024];
+
+fn layout(size: usize) -> Layout {
+    Layout::from_size_align(size, 8).unwrap()
+}
+
+/// `iters` bulk churns on this thread.
+fn run_bulk<A: GlobalAlloc>(a: &A, size: usize, iters: u64) {
+    let mut ptrs = vec![std::ptr::null_mut(); CHURN];
+    for _ in 0..iters {
+        churn_bulk(a, layout(size), &mut ptrs);
+    }
+}
+
+/// `iters` steady churns on this thread, the window filled first and emptied after.
+fn run_steady<A: GlobalAlloc>(a: &A, size: usize, iters: u64) {
+    let l = layout(size);
+    let mut window: Vec<*mut u8> = (0..WINDOW).map(|_| unsafe { a.alloc(l) }).collect();
+    for _ in 0..iters {
+        churn_steady(a, l, &mut window);
+    }
+    for p in window {
+        unsafe { a.dealloc(p, l) };
+    }
+}
+
+fn run_vec<A: GlobalAlloc>(a: &A, iters: u64) {
+    for _ in 0..iters {
+        std::hint::black_box(vec_grow(a));
+    }
+}
+
+/// Every row, each with its three allocators back to back (one criterion group per row:
+/// `t<threads>/<row>/<allocator>` in criterion's ids).
+fn rows(c: &mut Criterion, mi: &Mimalloc) {
+    for threads in [1usize, 4] {
+        for size in SIZES {
+            row(c, &format!("t{}/bulk_{}B", threads, size), threads,
+                |n| run_bulk(&Sefer, size, n), |n| run_bulk(mi, size, n), |n| run_bulk(&System, size, n));
+            row(c, &format!("t{}/steady_{}B", threads, size), threads,
+                |n| run_steady(&Sefer, size, n), |n| run_steady(mi, size, n), |n| run_steady(&System, size, n));
+        }
+        row(c, &format!("t{}/vec_grow_512", threads), threads,
+            |n| run_vec(&Sefer, n), |n| run_vec(mi, n), |n| run_vec(&System, n));
+    }
+}
+
+fn row<S, M, Y>(c: &mut Criterion, name: &str, threads: usize, sefer: S, mimalloc: M, system: Y)
+where
+    S: Fn(u64) + Sync,
+    M: Fn(u64) + Sync,
+    Y: Fn(u64) + Sync,
+{
+    let mut g = c.benchmark_group(name);
+    one(&mut g, "sefer", threads, sefer);
+    one(&mut g, "mimalloc", threads, mimalloc);
+    one(&mut g, "system", threads, system);
+    g.finish();
+}
+
+/// One allocator's run of a row: `iters` runs of the workload on this thread, or on each of
+/// `threads` threads at once.
+fn one<F: Fn(u64) + Sync>(g: &mut BenchmarkGroup<WallTime>, name: &str, threads: usize, work: F) {
+    g.bench_function(name, |b| {
+        b.iter_custom(|n| {
+            if threads == 1 {
+                let t0 = Instant::now();
+                work(n);
+                t0.elapsed()
+            } else {
+                on_threads(threads, n, &work)
+            }
+        })
+    });
+}
+
+fn main() {
+    let libc = sefer_bench::system_malloc_file();
+    assert!(libc.contains("libc.so"), "System's malloc is not the C library's: {}", libc);
+    let mi = Mimalloc::load().unwrap_or_else(|e| panic!("mimalloc: {} (apt-get install libmimalloc2.0)", e));
+    let allocators = format!(
+        "{} (sefer-sys), mimalloc {} (libmimalloc.so.2, RTLD_LOCAL), System (malloc of {})",
+        sefer::version(),
+        mi.version(),
+        libc
+    );
+    println!("allocators: {}", allocators);
+    // What bench/rust_report.py puts in the table's header.
+    if let Some(path) = std::env::var_os("SEFER_BENCH_META") {
+        let rustc = option_env!("SEFER_BENCH_RUSTC").unwrap_or("?");
+        std::fs::write(path, format!("allocators: {}\nrustc: {}\n", allocators, rustc)).unwrap();
+    }
+    // No plots: the table is the output (and plotting takes longer than measuring).
+    let mut c = Criterion::default().without_plots();
+    if std::env::var_os("SEFER_BENCH_FULL").map_or(true, |v| v != "1") {
+        c = c.sample_size(10).warm_up_time(Duration::from_millis(150)).measurement_time(Duration::from_millis(600));
+    }
+    let mut c = c.configure_from_args();
+    rows(&mut c, &mi);
+    c.final_summary();
+}

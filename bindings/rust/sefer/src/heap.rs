@@ -18,7 +18,16 @@ use crate::{free_sized, realloc_aligned, sys, zero, MIN_ALIGN};
 /// A heap belongs to the thread that made it: only that thread allocates from it, resizes
 /// into it, walks it, collects it and destroys it. `Heap` is neither `Send` nor `Sync`, so the
 /// compiler keeps it on its thread (sefer itself would refuse another thread's call, report it
-/// as a misuse and return null). Its *blocks* are not tied to the thread: a pointer may go to
+/// as a misuse and return null):
+///
+/// ```compile_fail
+/// fn on_another_thread<T: Send + 'static>(t: T) {
+///     std::thread::spawn(move || drop(t));
+/// }
+/// on_another_thread(sefer::Heap::new().unwrap()); // error: `*mut ()` cannot be sent
+/// ```
+///
+/// Its *blocks* are not tied to the thread: a pointer may go to
 /// any thread, which may read, write and free it (with [`Heap::dealloc`]'s twin, the
 /// [`Sefer`](crate::Sefer) allocator, or `sefer_free`), until the heap is dropped.
 ///

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+# The Rust crates (bindings/rust/README.md): sefer-sys, sefer, and the GlobalAlloc benchmark.
+#
+#   make check-rust     cargo test of sefer-sys and sefer (the GlobalAlloc contract, a
+#                       #[global_allocator] program, a double dealloc aborting in a child),
+#                       then rust-package and a program outside the tree built on the packaged
+#                       crates alone (selftest/rust/check-outside.sh). Budget: 3 minutes on 2
+#                       CPUs from a fresh clone (about 2 when $(O)/rust-target is warm)
+#   make bench-rust     the GlobalAlloc benchmark under criterion: sefer, mimalloc, System;
+#                       writes bench/results/rust-latest.md (FULL=1: criterion's defaults)
+#   make rust-package   the amalgamation of configs/vendor_defconfig into
+#                       bindings/rust/sefer-sys/csrc/, then cargo package of both crates into
+#                       $(O)/rust-target/package/
+#
+# Cargo is rustup's when there is one (~/.cargo/bin), else the one on PATH (Debian's); CARGO=
+# overrides. Crates come from Debian's librust-*-dev packages (bindings/rust/.cargo/config.toml).
+
+CARGO ?= $(firstword $(wildcard $(HOME)/.cargo/bin/cargo) $(shell command -v cargo 2>/dev/null) cargo)
+rust-dir := $(srctree)/bindings/rust
+rust-target := $(objtree)/rust-target
+rust-vendor := $(objtree)/rust-vendor
+# Warnings are errors for the crates of this tree (cargo caps the registry crates' lints).
+rust-env = PATH="$(dir $(CARGO)):$$PATH" CARGO_TARGET_DIR=$(rust-target) RUSTFLAGS=-Dwarnings
+# --exclude-lockfile: sefer's lock file would name sefer-sys from a registry that does not have
+# it yet (cargo before 1.84 packs no lock file for a library, and lacks the flag).
+rust-pkg-flags = $(shell $(CARGO) package --help 2>/dev/null | grep -q -- --exclude-lockfile && \
+	echo --exclude-lockfile)
+
+rust-package:
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(rust-vendor) vendor_defconfig >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(rust-vendor) amalgamation
+	$(Q)mkdir -p $(rust-dir)/sefer-sys/csrc
+	$(Q)cp $(rust-vendor)/amalgamation/sefer.c $(rust-vendor)/amalgamation/sefer.h \
+		$(rust-dir)/sefer-sys/csrc/
+	@echo "  CARGO   package sefer-sys sefer"
+	$(Q)cd $(rust-dir) && $(rust-env) $(CARGO) package --offline --no-verify --allow-dirty \
+		--registry crates-io $(rust-pkg-flags) -q -p sefer-sys -p sefer
+	@ls $(rust-target)/package/*.crate
+
+ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
+check-targets += check-rust
+endif
+check-rust:
+	$(Q)cd $(rust-dir) && $(rust-env) $(CARGO) test --offline -p sefer-sys -p sefer
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(O) rust-package
+	$(Q)$(rust-env) bash $(srctree)/selftest/rust/check-outside.sh $(rust-target)/package \
+		$(rust-target) $(CARGO)
+
+bench-rust:
+	$(Q)cd $(rust-dir) && t0=$$(date +%s) && $(rust-env) \
+		SEFER_BENCH_META=$(rust-target)/bench-meta $(if $(filter 1,$(FULL)),SEFER_BENCH_FULL=1) \
+		$(CARGO) bench --offline -p sefer-bench && \
+		$(PYTHON) $(srctree)/bench/rust_report.py --criterion $(rust-target)/criterion \
+			--meta $(rust-target)/bench-meta --out $(srctree)/bench/results/rust-latest.md \
+			--profile "$(if $(filter 1,$(FULL)),criterion defaults (FULL=1),quick: sample size \
+10, 150 ms warm-up, 600 ms measurement)" --seconds $$(($$(date +%s) - t0))
+.PHONY: rust-package check-rust bench-rust
