@@ -44,9 +44,12 @@ fn main() {
 
 /// The flags of the library's own build that matter for the code (Makefile, SEFER_CFLAGS):
 /// gnu11, -O2 whatever the Rust profile (a debug build of the program still gets a fast
-/// allocator), initial-exec TLS, no builtin knowledge of malloc.
+/// allocator), initial-exec TLS, no builtin knowledge of malloc, and no SLP vectorizer: it
+/// merges the free fast path's two stores (a block's link and its free mark) through an SSE
+/// register, three instructions more on every free.
 fn compile(c: &Path) {
     let mut b = cc::Build::new();
+    let no_slp = if b.get_compiler().is_like_clang() { "-fno-slp-vectorize" } else { "-fno-tree-slp-vectorize" };
     b.file(c)
         .define("SEFER_STATIC_ALL", None)
         .opt_level(2)
@@ -58,6 +61,7 @@ fn compile(c: &Path) {
         .flag_if_supported("-fno-builtin-free")
         .flag_if_supported("-fno-builtin-calloc")
         .flag_if_supported("-fno-builtin-realloc")
+        .flag_if_supported(no_slp)
         .warnings(false);
     b.compile("sefer");
     // What the amalgamation's "Link with:" line says for the configurations this crate uses
