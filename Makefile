@@ -340,7 +340,7 @@ clean:
 		$(objtree)/sefer-pstore $(objtree)/ptmp $(objtree)/man $(objtree)/sefer.pc \
 		$(objtree)/check-install $(objtree)/dropin-hardened $(objtree)/amalgamation \
 		$(objtree)/amalg-unit $(objtree)/amalg-vendor $(objtree)/examples $(objtree)/rust-vendor \
-		$(objtree)/rust-target
+		$(objtree)/rust-target $(objtree)/rust-system
 distclean:
 	$(Q)rm -rf $(objtree)
 

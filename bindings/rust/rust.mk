@@ -3,7 +3,8 @@
 #
 #   make check-rust     cargo test of sefer-sys and sefer (the GlobalAlloc contract, a
 #                       #[global_allocator] program, a double dealloc aborting in a child),
-#                       then rust-package and a program outside the tree built on the packaged
+#                       the #[global_allocator] program with the feature system on an
+#                       installed libsefer.so (vendor_defconfig), then rust-package and a program outside the tree built on the packaged
 #                       crates alone (selftest/rust/check-outside.sh). Budget: 3 minutes on 2
 #                       CPUs from a fresh clone (about 2 when $(O)/rust-target is warm)
 #   make bench-rust     the GlobalAlloc benchmark under criterion: sefer, mimalloc, System;
@@ -19,6 +20,7 @@ CARGO ?= $(firstword $(wildcard $(HOME)/.cargo/bin/cargo) $(shell command -v car
 rust-dir := $(srctree)/bindings/rust
 rust-target := $(objtree)/rust-target
 rust-vendor := $(objtree)/rust-vendor
+rust-system := $(objtree)/rust-system
 # Warnings are errors for the crates of this tree (cargo caps the registry crates' lints).
 rust-env = PATH="$(dir $(CARGO)):$$PATH" CARGO_TARGET_DIR=$(rust-target) RUSTFLAGS=-Dwarnings
 # --exclude-lockfile: sefer's lock file would name sefer-sys from a registry that does not have
@@ -42,6 +44,17 @@ check-targets += check-rust
 endif
 check-rust:
 	$(Q)cd $(rust-dir) && $(rust-env) $(CARGO) test --offline -p sefer-sys -p sefer
+	@echo "== feature system: libsefer.so of configs/vendor_defconfig installed in $(rust-system)"
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(rust-system) vendor_defconfig >/dev/null
+	$(Q)$(MAKE) -s -f $(srctree)/Makefile O=$(rust-system) install PREFIX=$(rust-system)/usr \
+		>/dev/null
+	$(Q)cd $(rust-dir) && exe=$$($(rust-env) PKG_CONFIG_PATH=$(rust-system)/usr/lib/pkgconfig \
+		$(CARGO) test --offline -p sefer --features system --test global_allocator --no-run 2>&1 | \
+		sed -n 's/.*Executable .* (\(.*\))$$/\1/p') && \
+	if LD_LIBRARY_PATH=$(rust-system)/usr/lib ldd $$exe | grep -q "libsefer.so.0 => $(rust-system)/usr/lib/"; then \
+		echo "ok   the test program links $(rust-system)/usr/lib/libsefer.so.0"; \
+	else echo "FAIL $$exe does not link the installed libsefer.so.0"; exit 1; fi && \
+	LD_LIBRARY_PATH=$(rust-system)/usr/lib $$exe
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(O) rust-package
 	$(Q)$(rust-env) bash $(srctree)/selftest/rust/check-outside.sh $(rust-target)/package \
 		$(rust-target) $(CARGO)
