@@ -49,7 +49,11 @@ fn main() {
 /// register, three instructions more on every free.
 fn compile(c: &Path) {
     let mut b = cc::Build::new();
-    let no_slp = if b.get_compiler().is_like_clang() { "-fno-slp-vectorize" } else { "-fno-tree-slp-vectorize" };
+    let no_slp = if b.get_compiler().is_like_clang() {
+        "-fno-slp-vectorize"
+    } else {
+        "-fno-tree-slp-vectorize"
+    };
     b.file(c)
         .define("SEFER_STATIC_ALL", None)
         .opt_level(2)
@@ -93,7 +97,12 @@ fn amalgamate_from_tree(srctree: &Path, out: &Path) -> PathBuf {
             .status()
             .unwrap_or_else(|e| panic!("sefer-sys: cannot run {}: {}", make, e));
         if !status.success() {
-            panic!("sefer-sys: `make O={} {}` failed in {}", objtree.display(), goal, srctree.display());
+            panic!(
+                "sefer-sys: `make O={} {}` failed in {}",
+                objtree.display(),
+                goal,
+                srctree.display()
+            );
         }
     }
     objtree.join("amalgamation")

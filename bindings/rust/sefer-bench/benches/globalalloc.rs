@@ -9,8 +9,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkGroup, Criterion};
 use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 use sefer::Sefer;
 use sefer_bench::{churn_bulk, churn_steady, on_threads, vec_grow, Mimalloc, CHURN, WINDOW};
 
@@ -51,13 +51,31 @@ fn run_vec<A: GlobalAlloc>(a: &A, iters: u64) {
 fn rows(c: &mut Criterion, mi: &Mimalloc) {
     for threads in [1usize, 4] {
         for size in SIZES {
-            row(c, &format!("t{}/bulk_{}B", threads, size), threads,
-                |n| run_bulk(&Sefer, size, n), |n| run_bulk(mi, size, n), |n| run_bulk(&System, size, n));
-            row(c, &format!("t{}/steady_{}B", threads, size), threads,
-                |n| run_steady(&Sefer, size, n), |n| run_steady(mi, size, n), |n| run_steady(&System, size, n));
+            row(
+                c,
+                &format!("t{}/bulk_{}B", threads, size),
+                threads,
+                |n| run_bulk(&Sefer, size, n),
+                |n| run_bulk(mi, size, n),
+                |n| run_bulk(&System, size, n),
+            );
+            row(
+                c,
+                &format!("t{}/steady_{}B", threads, size),
+                threads,
+                |n| run_steady(&Sefer, size, n),
+                |n| run_steady(mi, size, n),
+                |n| run_steady(&System, size, n),
+            );
         }
-        row(c, &format!("t{}/vec_grow_512", threads), threads,
-            |n| run_vec(&Sefer, n), |n| run_vec(mi, n), |n| run_vec(&System, n));
+        row(
+            c,
+            &format!("t{}/vec_grow_512", threads),
+            threads,
+            |n| run_vec(&Sefer, n),
+            |n| run_vec(mi, n),
+            |n| run_vec(&System, n),
+        );
     }
 }
 
@@ -93,7 +111,8 @@ fn one<F: Fn(u64) + Sync>(g: &mut BenchmarkGroup<WallTime>, name: &str, threads:
 fn main() {
     let libc = sefer_bench::system_malloc_file();
     assert!(libc.contains("libc.so"), "System's malloc is not the C library's: {}", libc);
-    let mi = Mimalloc::load().unwrap_or_else(|e| panic!("mimalloc: {} (apt-get install libmimalloc2.0)", e));
+    let mi = Mimalloc::load()
+        .unwrap_or_else(|e| panic!("mimalloc: {} (apt-get install libmimalloc2.0)", e));
     let allocators = format!(
         "{} (sefer-sys), mimalloc {} (libmimalloc.so.2, RTLD_LOCAL), System (malloc of {})",
         sefer::version(),
@@ -108,8 +127,11 @@ fn main() {
     }
     // No plots: the table is the output (and plotting takes longer than measuring).
     let mut c = Criterion::default().without_plots();
-    if std::env::var_os("SEFER_BENCH_FULL").map_or(true, |v| v != "1") {
-        c = c.sample_size(10).warm_up_time(Duration::from_millis(150)).measurement_time(Duration::from_millis(600));
+    if std::env::var_os("SEFER_BENCH_FULL").is_none_or(|v| v != "1") {
+        c = c
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(150))
+            .measurement_time(Duration::from_millis(600));
     }
     let mut c = c.configure_from_args();
     rows(&mut c, &mi);

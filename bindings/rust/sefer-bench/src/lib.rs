@@ -33,7 +33,12 @@ const RTLD_LOCAL: c_int = 0;
 /// The file that defines the process's `malloc` (what `System` calls): the C library's
 /// unless something interposed on it.
 pub fn system_malloc_file() -> String {
-    let mut info = DlInfo { fname: std::ptr::null(), fbase: std::ptr::null_mut(), sname: std::ptr::null(), saddr: std::ptr::null_mut() };
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: std::ptr::null_mut(),
+        sname: std::ptr::null(),
+        saddr: std::ptr::null_mut(),
+    };
     let f = malloc as unsafe extern "C" fn(usize) -> *mut c_void;
     if unsafe { dladdr(f as *const c_void, &mut info) } == 0 || info.fname.is_null() {
         return "?".to_string();
@@ -72,14 +77,17 @@ impl Mimalloc {
     /// Opens libmimalloc.so.2; the reason when it cannot.
     pub fn load() -> Result<Mimalloc, String> {
         unsafe {
-            let h = dlopen(b"libmimalloc.so.2\0".as_ptr() as *const c_char, RTLD_NOW | RTLD_LOCAL);
+            let h = dlopen(c"libmimalloc.so.2".as_ptr(), RTLD_NOW | RTLD_LOCAL);
             if h.is_null() {
                 return Err(CStr::from_ptr(dlerror()).to_string_lossy().into_owned());
             }
             let sym = |name: &[u8]| -> Result<*mut c_void, String> {
                 let p = dlsym(h, name.as_ptr() as *const c_char);
                 if p.is_null() {
-                    Err(format!("libmimalloc.so.2 lacks {}", String::from_utf8_lossy(&name[..name.len() - 1])))
+                    Err(format!(
+                        "libmimalloc.so.2 lacks {}",
+                        String::from_utf8_lossy(&name[..name.len() - 1])
+                    ))
                 } else {
                     Ok(p)
                 }
@@ -87,10 +95,16 @@ impl Mimalloc {
             Ok(Mimalloc {
                 malloc: std::mem::transmute::<*mut c_void, MallocFn>(sym(b"mi_malloc\0")?),
                 zalloc: std::mem::transmute::<*mut c_void, MallocFn>(sym(b"mi_zalloc\0")?),
-                malloc_aligned: std::mem::transmute::<*mut c_void, AlignedFn>(sym(b"mi_malloc_aligned\0")?),
-                zalloc_aligned: std::mem::transmute::<*mut c_void, AlignedFn>(sym(b"mi_zalloc_aligned\0")?),
+                malloc_aligned: std::mem::transmute::<*mut c_void, AlignedFn>(sym(
+                    b"mi_malloc_aligned\0",
+                )?),
+                zalloc_aligned: std::mem::transmute::<*mut c_void, AlignedFn>(sym(
+                    b"mi_zalloc_aligned\0",
+                )?),
                 realloc: std::mem::transmute::<*mut c_void, ReallocFn>(sym(b"mi_realloc\0")?),
-                realloc_aligned: std::mem::transmute::<*mut c_void, ReallocAlignedFn>(sym(b"mi_realloc_aligned\0")?),
+                realloc_aligned: std::mem::transmute::<*mut c_void, ReallocAlignedFn>(sym(
+                    b"mi_realloc_aligned\0",
+                )?),
                 free: std::mem::transmute::<*mut c_void, FreeFn>(sym(b"mi_free\0")?),
                 version: std::mem::transmute::<*mut c_void, VersionFn>(sym(b"mi_version\0")?),
             })

@@ -10,6 +10,7 @@
 //! library's; C11 atomics for the segment registry, so nothing to link but pthreads). With the
 //! feature `system` it links an installed `libsefer` found by pkg-config instead.
 #![allow(non_camel_case_types)]
+#![deny(missing_docs)]
 
 use std::os::raw::{c_char, c_void};
 
@@ -54,7 +55,8 @@ pub struct sefer_heap {
 }
 
 /// The callback of [`sefer_heap_visit`]: block, usable size, argument; false stops the walk.
-pub type sefer_visit_fn = unsafe extern "C" fn(block: *mut c_void, usable: usize, arg: *mut c_void) -> bool;
+pub type sefer_visit_fn =
+    unsafe extern "C" fn(block: *mut c_void, usable: usize, arg: *mut c_void) -> bool;
 
 extern "C" {
     /// `malloc`: a block of at least `size` bytes, 16-byte aligned; NULL when out of memory.

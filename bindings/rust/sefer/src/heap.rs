@@ -8,7 +8,7 @@ use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 
-use crate::{free_sized, realloc_aligned, sys, zero, MIN_ALIGN};
+use crate::{free_sized, global_alloc, sys, Calls, MIN_ALIGN};
 
 /// A first-class sefer heap: blocks allocated from it are freed all at once when it is
 /// dropped (`sefer_heap_destroy`: pages and segments go back in bulk, no walk over blocks).
@@ -52,7 +52,8 @@ impl Heap {
     /// A new heap owned by the calling thread; `None` when out of memory (or when the linked
     /// sefer was built without first-class heaps).
     pub fn new() -> Option<Heap> {
-        NonNull::new(unsafe { sys::sefer_heap_new() }).map(|raw| Heap { raw, _owner_thread: PhantomData })
+        NonNull::new(unsafe { sys::sefer_heap_new() })
+            .map(|raw| Heap { raw, _owner_thread: PhantomData })
     }
 
     /// A block of `layout` from this heap; `None` when out of memory or when the alignment is
@@ -73,7 +74,12 @@ impl Heap {
     /// # Safety
     /// `ptr` is a live block allocated with `layout` by this heap; `new_size` rounded up to
     /// the alignment does not overflow `isize`.
-    pub unsafe fn realloc(&self, ptr: NonNull<u8>, layout: Layout, new_size: usize) -> Option<NonNull<u8>> {
+    pub unsafe fn realloc(
+        &self,
+        ptr: NonNull<u8>,
+        layout: Layout,
+        new_size: usize,
+    ) -> Option<NonNull<u8>> {
         NonNull::new(GlobalAlloc::realloc(self, ptr.as_ptr(), layout, new_size))
     }
 
@@ -117,7 +123,11 @@ impl Heap {
         }
         let mut walk = Walk { f, panic: None };
         let all = unsafe {
-            sys::sefer_heap_visit(self.raw.as_ptr(), visit::<F>, &mut walk as *mut Walk<F> as *mut c_void)
+            sys::sefer_heap_visit(
+                self.raw.as_ptr(),
+                visit::<F>,
+                &mut walk as *mut Walk<F> as *mut c_void,
+            )
         };
         if let Some(e) = walk.panic {
             panic::resume_unwind(e);
@@ -144,35 +154,22 @@ impl std::fmt::Debug for Heap {
     }
 }
 
-unsafe impl GlobalAlloc for Heap {
+impl Calls for Heap {
     #[inline]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let h = self.raw.as_ptr();
-        if layout.align() <= MIN_ALIGN {
-            sys::sefer_heap_malloc(h, layout.size()) as *mut u8
-        } else {
-            sys::sefer_heap_aligned_alloc(h, layout.align(), layout.size()) as *mut u8
-        }
+    unsafe fn c_malloc(&self, size: usize) -> *mut c_void {
+        sys::sefer_heap_malloc(self.raw.as_ptr(), size)
     }
-
     #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        free_sized(ptr, layout)
+    unsafe fn c_aligned(&self, align: usize, size: usize) -> *mut c_void {
+        sys::sefer_heap_aligned_alloc(self.raw.as_ptr(), align, size)
     }
-
     #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN {
-            return sys::sefer_heap_calloc(self.raw.as_ptr(), 1, layout.size()) as *mut u8;
-        }
-        zero(GlobalAlloc::alloc(self, layout), layout.size())
+    unsafe fn c_calloc(&self, size: usize) -> *mut c_void {
+        sys::sefer_heap_calloc(self.raw.as_ptr(), 1, size)
     }
-
     #[inline]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN && new_size != 0 {
-            return sys::sefer_heap_realloc(self.raw.as_ptr(), ptr as *mut c_void, new_size) as *mut u8;
-        }
-        realloc_aligned(self, ptr, layout, new_size)
+    unsafe fn c_realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        sys::sefer_heap_realloc(self.raw.as_ptr(), p, size)
     }
 }
+global_alloc!(Heap);

@@ -60,37 +60,76 @@ pub const MIN_ALIGN: usize = 16;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Sefer;
 
-unsafe impl GlobalAlloc for Sefer {
-    #[inline]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN {
-            sys::sefer_malloc(layout.size()) as *mut u8
-        } else {
-            sys::sefer_aligned_alloc(layout.align(), layout.size()) as *mut u8
-        }
-    }
+/// The C calls an allocator of this crate is made of: from the calling thread's heap
+/// ([`Sefer`]) or from one first-class heap ([`Heap`]). `global_alloc!` builds the
+/// `GlobalAlloc` of each from them (a macro, not a blanket impl: `GlobalAlloc` is foreign).
+trait Calls {
+    /// malloc: a 16-byte aligned block.
+    unsafe fn c_malloc(&self, size: usize) -> *mut c_void;
+    /// aligned_alloc, any power of two up to max_alignment().
+    unsafe fn c_aligned(&self, align: usize, size: usize) -> *mut c_void;
+    /// calloc(1, size).
+    unsafe fn c_calloc(&self, size: usize) -> *mut c_void;
+    /// realloc, size > 0: a 16-byte aligned result.
+    unsafe fn c_realloc(&self, p: *mut c_void, size: usize) -> *mut c_void;
+}
 
-    #[inline]
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        free_sized(ptr, layout)
-    }
+macro_rules! global_alloc {
+    ($t:ty) => {
+        unsafe impl GlobalAlloc for $t {
+            #[inline]
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                if layout.align() <= MIN_ALIGN {
+                    self.c_malloc(layout.size()) as *mut u8
+                } else {
+                    self.c_aligned(layout.align(), layout.size()) as *mut u8
+                }
+            }
 
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN {
-            return sys::sefer_calloc(1, layout.size()) as *mut u8;
-        }
-        zero(self.alloc(layout), layout.size())
-    }
+            #[inline]
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+                $crate::free_sized(ptr, layout)
+            }
 
-    #[inline]
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN && new_size != 0 {
-            return sys::sefer_realloc(ptr as *mut c_void, new_size) as *mut u8;
+            #[inline]
+            unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+                if layout.align() <= MIN_ALIGN {
+                    return self.c_calloc(layout.size()) as *mut u8;
+                }
+                $crate::zero(GlobalAlloc::alloc(self, layout), layout.size())
+            }
+
+            #[inline]
+            unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+                if layout.align() <= MIN_ALIGN && new_size != 0 {
+                    return self.c_realloc(ptr as *mut c_void, new_size) as *mut u8;
+                }
+                $crate::realloc_aligned(self, ptr, layout, new_size)
+            }
         }
-        realloc_aligned(self, ptr, layout, new_size)
+    };
+}
+pub(crate) use global_alloc;
+
+impl Calls for Sefer {
+    #[inline]
+    unsafe fn c_malloc(&self, size: usize) -> *mut c_void {
+        sys::sefer_malloc(size)
+    }
+    #[inline]
+    unsafe fn c_aligned(&self, align: usize, size: usize) -> *mut c_void {
+        sys::sefer_aligned_alloc(align, size)
+    }
+    #[inline]
+    unsafe fn c_calloc(&self, size: usize) -> *mut c_void {
+        sys::sefer_calloc(1, size)
+    }
+    #[inline]
+    unsafe fn c_realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        sys::sefer_realloc(p, size)
     }
 }
+global_alloc!(Sefer);
 
 /// The sized free of a block allocated with `layout` (any allocator of this crate).
 #[inline]
@@ -116,7 +155,12 @@ unsafe fn zero(p: *mut u8, size: usize) -> *mut u8 {
 /// The block stays where it is when the new size fits and uses at least half of it (the rule
 /// of sefer's realloc, which a hardened sefer's sized free checks); otherwise a new block of
 /// `a` gets the contents and the old one is freed.
-unsafe fn realloc_aligned<A: GlobalAlloc>(a: &A, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+unsafe fn realloc_aligned<A: GlobalAlloc>(
+    a: &A,
+    ptr: *mut u8,
+    layout: Layout,
+    new_size: usize,
+) -> *mut u8 {
     let usable = sys::sefer_usable_size(ptr as *const c_void);
     if new_size <= usable && usable - new_size <= new_size.max(MIN_ALIGN) {
         return ptr;

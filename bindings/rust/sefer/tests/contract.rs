@@ -94,7 +94,16 @@ fn huge_alignments() {
 /// alloc_zeroed on blocks that were just dirtied and freed: the zeroed block must often be one
 /// of them (checked: else the test would prove nothing about reuse), and be zero throughout.
 fn zeroed_after_dirty(a: &dyn GlobalAlloc) {
-    for &(size, align) in &[(16, 8), (24, 8), (200, 16), (3000, 64), (20_000, 4096), (300_000, 16), (3 << 20, 16), (64, 65_536)] {
+    for &(size, align) in &[
+        (16, 8),
+        (24, 8),
+        (200, 16),
+        (3000, 64),
+        (20_000, 4096),
+        (300_000, 16),
+        (3 << 20, 16),
+        (64, 65_536),
+    ] {
         let l = Layout::from_size_align(size, align).unwrap();
         let mut dirty = HashSet::new();
         let mut reused = 0;
@@ -114,7 +123,11 @@ fn zeroed_after_dirty(a: &dyn GlobalAlloc) {
                     assert!(!z.is_null() && z as usize % align == 0);
                     reused += dirty.contains(&(z as usize)) as usize;
                     let bytes = std::slice::from_raw_parts(z, size);
-                    assert!(bytes.iter().all(|&b| b == 0), "alloc_zeroed {:?}: a byte is not zero", l);
+                    assert!(
+                        bytes.iter().all(|&b| b == 0),
+                        "alloc_zeroed {:?}: a byte is not zero",
+                        l
+                    );
                 }
                 for &z in &zs {
                     std::ptr::write_bytes(z, 0x5a, size);
@@ -140,7 +153,25 @@ fn alloc_zeroed_after_reuse_heap() {
 /// Growing then shrinking through size classes, from small to large blocks and back, at
 /// alignments from 1 to 1 MiB: the contents up to the smaller size are kept at every step.
 fn realloc_keeps(a: &dyn GlobalAlloc) {
-    let steps = [1, 17, 100, 1000, 1500, 5000, 40_000, 70_000, 300_000, 5 << 20, 9 << 20, 200_000, 3000, 48, 10, 0, 64];
+    let steps = [
+        1,
+        17,
+        100,
+        1000,
+        1500,
+        5000,
+        40_000,
+        70_000,
+        300_000,
+        5 << 20,
+        9 << 20,
+        200_000,
+        3000,
+        48,
+        10,
+        0,
+        64,
+    ];
     for align in [1, 8, 16, 32, 64, 4096, 65_536, MIB] {
         unsafe {
             let mut l = Layout::from_size_align(steps[0], align).unwrap();
@@ -252,7 +283,8 @@ fn heap_visit_and_destroy() {
     let mut h = Heap::new().unwrap();
     assert!(sefer::stats().heaps > heaps);
     let l = Layout::from_size_align(40, 8).unwrap();
-    let mut mine: HashSet<usize> = (0..500).map(|_| h.alloc(l).unwrap().as_ptr() as usize).collect();
+    let mut mine: HashSet<usize> =
+        (0..500).map(|_| h.alloc(l).unwrap().as_ptr() as usize).collect();
     let big = h.alloc(Layout::from_size_align(3 << 20, 4096).unwrap()).unwrap();
     mine.insert(big.as_ptr() as usize);
     let mut seen = 0;
@@ -279,7 +311,9 @@ fn heap_visit_panic_resumes() {
     let _one = heap_lock();
     let mut h = Heap::new().unwrap();
     let _p = h.alloc(Layout::new::<u64>()).unwrap();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.for_each_block(|_, _| panic!("in visit"))));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        h.for_each_block(|_, _| panic!("in visit"))
+    }));
     assert!(r.is_err());
 }
 

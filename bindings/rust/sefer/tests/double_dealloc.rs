@@ -48,10 +48,27 @@ fn double_dealloc_is_reported_and_aborts() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.signal(), Some(6), "size {}: not killed by SIGABRT: {:?}\n{}", size, out.status, err);
-        assert!(err.contains("sefer: double free of 0x"), "size {}: no sefer report:\n{}", size, err);
+        assert_eq!(
+            out.status.signal(),
+            Some(6),
+            "size {}: not killed by SIGABRT: {:?}\n{}",
+            size,
+            out.status,
+            err
+        );
+        assert!(
+            err.contains("sefer: double free of 0x"),
+            "size {}: no sefer report:\n{}",
+            size,
+            err
+        );
         assert!(!err.contains("still running"), "{}", err);
-        let block = err.lines().find_map(|l| l.strip_prefix("child: block ")).expect("child's block");
-        assert!(err.contains(&format!("double free of {}", block)), "the report names another block:\n{}", err);
+        let block =
+            err.lines().find_map(|l| l.strip_prefix("child: block ")).expect("child's block");
+        assert!(
+            err.contains(&format!("double free of {}", block)),
+            "the report names another block:\n{}",
+            err
+        );
     }
 }

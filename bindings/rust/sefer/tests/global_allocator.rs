@@ -53,7 +53,10 @@ fn hashmap_churn() {
         }
     }
     assert!(checked > 1000, "only {} values", checked);
-    println!("ok   HashMap<String, Vec<u8>> churn: {} entries, every key and buffer sefer's", map.len());
+    println!(
+        "ok   HashMap<String, Vec<u8>> churn: {} entries, every key and buffer sefer's",
+        map.len()
+    );
 }
 
 trait Shape: Send {
@@ -70,7 +73,10 @@ impl Shape for Square {
 impl Shape for Poly {
     fn area(&self) -> f64 {
         let n = self.0.len();
-        (0..n).map(|i| self.0[i].0 * self.0[(i + 1) % n].1 - self.0[(i + 1) % n].0 * self.0[i].1).sum::<f64>() / 2.0
+        (0..n)
+            .map(|i| self.0[i].0 * self.0[(i + 1) % n].1 - self.0[(i + 1) % n].0 * self.0[i].1)
+            .sum::<f64>()
+            / 2.0
     }
 }
 impl Shape for Big {
@@ -109,7 +115,12 @@ fn arcs_dropped_elsewhere() {
             let (tx, rx) = mpsc::channel::<Arc<Vec<u8>>>();
             // Held until the channel closes, which is after this thread dropped its own
             // references: the workers' drops are the last ones.
-            (tx, thread::spawn(move || rx.into_iter().collect::<Vec<_>>().iter().map(|a| a.len()).sum::<usize>()))
+            (
+                tx,
+                thread::spawn(move || {
+                    rx.into_iter().collect::<Vec<_>>().iter().map(|a| a.len()).sum::<usize>()
+                }),
+            )
         })
         .unzip();
     let arcs: Vec<Arc<Vec<u8>>> = (0..N).map(|i| Arc::new(vec![1u8; 100 + i % 500])).collect();
@@ -125,7 +136,12 @@ fn arcs_dropped_elsewhere() {
     assert_eq!(bytes, (0..N).map(|i| 100 + i % 500).sum());
     let xf = sefer::stats().xthread_frees - before;
     assert!(xf >= 2 * N as u64, "{} Arcs dropped on workers, {} cross-thread frees", N, xf);
-    assert!(xf <= 3 * N as u64, "{} cross-thread frees for {} Arcs: counted from elsewhere?", xf, N);
+    assert!(
+        xf <= 3 * N as u64,
+        "{} cross-thread frees for {} Arcs: counted from elsewhere?",
+        xf,
+        N
+    );
     println!("ok   Arc dropped on other threads: {} cross-thread frees for {} Arcs", xf, N);
 }
 

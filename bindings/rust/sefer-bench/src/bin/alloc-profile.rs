@@ -11,8 +11,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use sefer::Sefer;
 use sefer_bench::{churn_bulk, churn_steady, on_threads, vec_grow, Mimalloc, CHURN, WINDOW};
 
-fn run<A: GlobalAlloc + Sync>(a: &A, workload: &str, threads: usize, iters: u64) -> std::time::Duration {
-    let size = |w: &str| -> usize { w.rsplit('_').next().unwrap().trim_end_matches('B').parse().unwrap() };
+fn run<A: GlobalAlloc + Sync>(
+    a: &A,
+    workload: &str,
+    threads: usize,
+    iters: u64,
+) -> std::time::Duration {
+    let size =
+        |w: &str| -> usize { w.rsplit('_').next().unwrap().trim_end_matches('B').parse().unwrap() };
     on_threads(threads, iters, |n| {
         if workload == "vec_grow" {
             for _ in 0..n {
@@ -52,5 +58,11 @@ fn main() {
         "system" => run(&System, &args[2], threads, iters),
         a => panic!("unknown allocator {}", a),
     };
-    println!("{} {} t={}: {:.1} ns/iteration", args[1], args[2], threads, t.as_nanos() as f64 / iters as f64);
+    println!(
+        "{} {} t={}: {:.1} ns/iteration",
+        args[1],
+        args[2],
+        threads,
+        t.as_nanos() as f64 / iters as f64
+    );
 }
