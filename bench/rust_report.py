@@ -24,10 +24,12 @@ from report import machine_info  # noqa: E402
 
 ALLOCS = ("sefer", "mimalloc", "system")
 WORKLOADS = (["bulk_%dB" % s for s in (16, 64, 256, 1024)] +
-             ["steady_%dB" % s for s in (16, 64, 256, 1024)] + ["vec_grow_512"])
+             ["steady_%dB" % s for s in (16, 64, 256, 1024)] +
+             ["pairs_%dB" % s for s in (16, 64, 256, 1024)] + ["vec_grow_512"])
 LABELS = {
     "bulk": "churn bulk %s (1024 alloc, then 1024 dealloc)",
-    "steady": "churn steady %s (1024 dealloc+alloc pairs, 64 live)",
+    "steady": "churn steady %s (1024 dealloc+alloc, 64 live)",
+    "pairs": "churn pairs %s (1024 dealloc+alloc, 1 live)",
 }
 
 

@@ -6,76 +6,28 @@
 //! allocators' versions for the report.
 //! bench/rust_report.py turns criterion's estimates into bench/results/rust-latest.md.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::System;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 use sefer::Sefer;
-use sefer_bench::{churn_bulk, churn_steady, on_threads, vec_grow, Mimalloc, CHURN, WINDOW};
-
-const SIZES: [usize; 4] = [16, 64, 256, 1024];
-
-fn layout(size: usize) -> Layout {
-    Layout::from_size_align(size, 8).unwrap()
-}
-
-/// `iters` bulk churns on this thread.
-fn run_bulk<A: GlobalAlloc>(a: &A, size: usize, iters: u64) {
-    let mut ptrs = vec![std::ptr::null_mut(); CHURN];
-    for _ in 0..iters {
-        churn_bulk(a, layout(size), &mut ptrs);
-    }
-}
-
-/// `iters` steady churns on this thread, the window filled first and emptied after.
-fn run_steady<A: GlobalAlloc>(a: &A, size: usize, iters: u64) {
-    let l = layout(size);
-    let mut window: Vec<*mut u8> = (0..WINDOW).map(|_| unsafe { a.alloc(l) }).collect();
-    for _ in 0..iters {
-        churn_steady(a, l, &mut window);
-    }
-    for p in window {
-        unsafe { a.dealloc(p, l) };
-    }
-}
-
-fn run_vec<A: GlobalAlloc>(a: &A, iters: u64) {
-    for _ in 0..iters {
-        std::hint::black_box(vec_grow(a));
-    }
-}
+use sefer_bench::{on_threads, run, Mimalloc, Workload};
 
 /// Every row, each with its three allocators back to back (one criterion group per row:
 /// `t<threads>/<row>/<allocator>` in criterion's ids).
 fn rows(c: &mut Criterion, mi: &Mimalloc) {
     for threads in [1usize, 4] {
-        for size in SIZES {
+        for w in Workload::all() {
             row(
                 c,
-                &format!("t{}/bulk_{}B", threads, size),
+                &format!("t{}/{}", threads, w.name()),
                 threads,
-                |n| run_bulk(&Sefer, size, n),
-                |n| run_bulk(mi, size, n),
-                |n| run_bulk(&System, size, n),
-            );
-            row(
-                c,
-                &format!("t{}/steady_{}B", threads, size),
-                threads,
-                |n| run_steady(&Sefer, size, n),
-                |n| run_steady(mi, size, n),
-                |n| run_steady(&System, size, n),
+                |n| run(&Sefer, w, n),
+                |n| run(mi, w, n),
+                |n| run(&System, w, n),
             );
         }
-        row(
-            c,
-            &format!("t{}/vec_grow_512", threads),
-            threads,
-            |n| run_vec(&Sefer, n),
-            |n| run_vec(mi, n),
-            |n| run_vec(&System, n),
-        );
     }
 }
 

@@ -158,6 +158,78 @@ pub const CHURN: usize = 1024;
 pub const WINDOW: usize = 64;
 /// Elements the vector grows to.
 pub const VEC_LEN: usize = 512;
+/// The block sizes of the churn rows.
+pub const SIZES: [usize; 4] = [16, 64, 256, 1024];
+
+/// A row of the benchmark, without its thread count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// [`churn_bulk`] at a size.
+    Bulk(usize),
+    /// [`churn_steady`] with `WINDOW` live blocks, at a size.
+    Steady(usize),
+    /// [`churn_steady`] with one live block: each new block right after the previous one's
+    /// free, the pattern a thread cache of a few blocks (glibc's tcache) serves best.
+    Pairs(usize),
+    /// [`vec_grow`].
+    VecGrow,
+}
+
+impl Workload {
+    /// Every row, in the table's order.
+    pub fn all() -> Vec<Workload> {
+        let mut v: Vec<Workload> = SIZES.iter().map(|&s| Workload::Bulk(s)).collect();
+        v.extend(SIZES.iter().map(|&s| Workload::Steady(s)));
+        v.extend(SIZES.iter().map(|&s| Workload::Pairs(s)));
+        v.push(Workload::VecGrow);
+        v
+    }
+
+    /// The row's name: bulk_16B, steady_64B, pairs_1024B, vec_grow_512.
+    pub fn name(&self) -> String {
+        match *self {
+            Workload::Bulk(s) => format!("bulk_{}B", s),
+            Workload::Steady(s) => format!("steady_{}B", s),
+            Workload::Pairs(s) => format!("pairs_{}B", s),
+            Workload::VecGrow => format!("vec_grow_{}", VEC_LEN),
+        }
+    }
+
+    /// The workload of a name `name()` gives.
+    pub fn parse(name: &str) -> Option<Workload> {
+        Workload::all().into_iter().find(|w| w.name() == name)
+    }
+}
+
+/// `iters` iterations of `w` through `a` on this thread (a steady window is filled before
+/// and emptied after).
+pub fn run<A: GlobalAlloc>(a: &A, w: Workload, iters: u64) {
+    let layout = |size| Layout::from_size_align(size, 8).unwrap();
+    let window = |l, n| -> Vec<*mut u8> { (0..n).map(|_| unsafe { a.alloc(l) }).collect() };
+    match w {
+        Workload::Bulk(size) => {
+            let mut ptrs = vec![std::ptr::null_mut(); CHURN];
+            for _ in 0..iters {
+                churn_bulk(a, layout(size), &mut ptrs);
+            }
+        }
+        Workload::Steady(size) | Workload::Pairs(size) => {
+            let l = layout(size);
+            let mut live = window(l, if let Workload::Pairs(_) = w { 1 } else { WINDOW });
+            for _ in 0..iters {
+                churn_steady(a, l, &mut live);
+            }
+            for p in live {
+                unsafe { a.dealloc(p, l) };
+            }
+        }
+        Workload::VecGrow => {
+            for _ in 0..iters {
+                black_box(vec_grow(a));
+            }
+        }
+    }
+}
 
 /// Bulk churn: `CHURN` blocks of one layout allocated, then freed in the same order.
 #[inline(never)]
@@ -170,12 +242,13 @@ pub fn churn_bulk<A: GlobalAlloc>(a: &A, l: Layout, ptrs: &mut [*mut u8]) {
     }
 }
 
-/// Steady churn: `CHURN` pairs, each freeing the oldest of the `WINDOW` live blocks and
-/// allocating its replacement (the window is filled before timing and emptied after).
+/// Steady churn: `CHURN` pairs, each freeing the oldest of the live blocks in `window` and
+/// allocating its replacement.
 #[inline(never)]
 pub fn churn_steady<A: GlobalAlloc>(a: &A, l: Layout, window: &mut [*mut u8]) {
+    let n = window.len();
     for i in 0..CHURN {
-        let slot = &mut window[i % WINDOW];
+        let slot = &mut window[i % n];
         unsafe {
             a.dealloc(black_box(*slot), l);
             *slot = black_box(a.alloc(l));
