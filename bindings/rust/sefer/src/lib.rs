@@ -24,8 +24,9 @@
 //!   with `CONFIG_HARDENED` (feature `system` with such a library) checks that they describe
 //!   the block, and reports and keeps a block whose layout does not match.
 //! * A zero-size layout, which `Layout` permits but `GlobalAlloc` leaves to the caller, gets a
-//!   real, unique block of 16 bytes (aligned as asked), freed like any other; `realloc` to size
-//!   zero returns such a block (never frees and returns null, as C's `realloc` may).
+//!   real, unique block (16 bytes, or the alignment when larger), freed like any other;
+//!   `realloc` to size zero returns such a block (never frees and returns null, as C's
+//!   `realloc` may).
 //! * Memory errors sefer can see are reported on stderr and abort the process: a double or
 //!   invalid `dealloc` ("sefer: double free of 0x... (block is already free)"). Rust's safety
 //!   contract makes these undefined behaviour of the caller, so sefer adds a diagnosis, not a
