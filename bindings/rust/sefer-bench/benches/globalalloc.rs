@@ -2,8 +2,8 @@
 //! The GlobalAlloc benchmark (make bench-rust): sefer, mimalloc and the system allocator
 //! (glibc), each driven through its `GlobalAlloc` methods from the same generic workloads
 //! (sefer_bench), at 1 thread and at 4. Criterion's quick profile by default (sample size 10,
-//! 150 ms warm-up, 600 ms measurement); SEFER_BENCH_FULL=1 keeps criterion's defaults. SEFER_BENCH_META=file: where to write the
-//! allocators' versions for the report.
+//! 150 ms warm-up, 600 ms measurement); SEFER_BENCH_FULL=1 keeps criterion's defaults.
+//! SEFER_BENCH_META=file: where to write the allocators' versions for the report.
 //! bench/rust_report.py turns criterion's estimates into bench/results/rust-latest.md.
 
 use std::alloc::System;

@@ -68,8 +68,9 @@ impl Heap {
     }
 
     /// Resizes `ptr` to `new_size` bytes at `layout.align()`: the result (`ptr` itself when
-    /// the new size fits and uses at least half of the block) is a block of this heap holding the first `min(layout.size(), new_size)` bytes of `ptr`. On `None` the old
-    /// block is untouched.
+    /// the new size fits and uses at least half of the block) is a block of this heap holding
+    /// the first `min(layout.size(), new_size)` bytes of `ptr`. On `None` the old block is
+    /// untouched.
     ///
     /// # Safety
     /// `ptr` is a live block allocated with `layout` by this heap; `new_size` rounded up to
