@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--seconds", default="?")
+    ap.add_argument("--load-start", default="?", help="the 1-minute load average at the start")
     args = ap.parse_args()
 
     meta = {}
@@ -103,6 +104,8 @@ def main():
 - date: %s
 - machine: %s
 - profile: %s; run time %s s
+- load average: %s at start, %s at end (anything else running on the machine skews the
+  figures)
 - sefer: %s, amalgamation of configs/vendor_defconfig built by the sefer-sys crate
 - allocators: %s
 - compiler: %s
@@ -121,7 +124,8 @@ mimalloc / against System (their median divided by this one: above 1.00 is faste
 | workload | threads | sefer | mimalloc | System (glibc) | sefer meets the target |
 |---|---:|---:|---:|---:|---|
 %s
-""" % (now, machine_info(), args.profile, args.seconds, git_describe(srctree),
+""" % (now, machine_info(), args.profile, args.seconds, args.load_start, os.getloadavg()[0],
+       git_describe(srctree),
        meta.get("allocators", "?"), meta.get("rustc", "?"), os.cpu_count() or 0,
        "\n".join(lines))
     if misses:

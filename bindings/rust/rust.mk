@@ -60,11 +60,11 @@ check-rust:
 		$(rust-target) $(CARGO)
 
 bench-rust:
-	$(Q)cd $(rust-dir) && t0=$$(date +%s) && $(rust-env) \
+	$(Q)cd $(rust-dir) && t0=$$(date +%s) && load=$$(cut -d" " -f1 /proc/loadavg) && $(rust-env) \
 		SEFER_BENCH_META=$(rust-target)/bench-meta $(if $(filter 1,$(FULL)),SEFER_BENCH_FULL=1) \
 		$(CARGO) bench --offline -p sefer-bench && \
 		$(PYTHON) $(srctree)/bench/rust_report.py --criterion $(rust-target)/criterion \
 			--meta $(rust-target)/bench-meta --out $(srctree)/bench/results/rust-latest.md \
 			--profile "$(if $(filter 1,$(FULL)),criterion defaults (FULL=1),quick: sample size \
-10, 150 ms warm-up, 600 ms measurement)" --seconds $$(($$(date +%s) - t0))
+10, 150 ms warm-up, 600 ms measurement)" --seconds $$(($$(date +%s) - t0)) --load-start $$load
 .PHONY: rust-package check-rust bench-rust
