@@ -60,6 +60,7 @@ check-rust:
 		$(rust-target) $(CARGO)
 
 bench-rust:
+	$(Q)rm -rf $(rust-target)/criterion # each run alone: no comparison with the last one
 	$(Q)cd $(rust-dir) && t0=$$(date +%s) && load=$$(cut -d" " -f1 /proc/loadavg) && $(rust-env) \
 		SEFER_BENCH_META=$(rust-target)/bench-meta $(if $(filter 1,$(FULL)),SEFER_BENCH_FULL=1) \
 		$(CARGO) bench --offline -p sefer-bench && \
