@@ -124,8 +124,8 @@ mimalloc / against System (their median divided by this one: above 1.00 is faste
 | workload | threads | sefer | mimalloc | System (glibc) | sefer meets the target |
 |---|---:|---:|---:|---:|---|
 %s
-""" % (now, machine_info(), args.profile, args.seconds, args.load_start, os.getloadavg()[0],
-       git_describe(srctree),
+""" % (now, machine_info(), args.profile, args.seconds, args.load_start,
+       "%.2f" % os.getloadavg()[0], git_describe(srctree),
        meta.get("allocators", "?"), meta.get("rustc", "?"), os.cpu_count() or 0,
        "\n".join(lines))
     if misses:
