@@ -2,11 +2,12 @@
 # The Rust crates (bindings/rust/README.md): sefer-sys, sefer, and the GlobalAlloc benchmark.
 #
 #   make check-rust     cargo test of sefer-sys and sefer (the GlobalAlloc contract, a
-#                       #[global_allocator] program, a double dealloc aborting in a child),
+#                       #[global_allocator] program, a double dealloc aborting in a child);
 #                       the #[global_allocator] program with the feature system on an
-#                       installed libsefer.so (vendor_defconfig), then rust-package and a program outside the tree built on the packaged
-#                       crates alone (selftest/rust/check-outside.sh). Budget: 3 minutes on 2
-#                       CPUs from a fresh clone (about 2 when $(O)/rust-target is warm)
+#                       installed libsefer.so (vendor_defconfig); then rust-package, and a
+#                       program outside the tree built on the packaged crates alone
+#                       (selftest/rust/check-outside.sh). Budget: 3 minutes on 2 CPUs from a
+#                       fresh clone (104 s measured on a loaded machine)
 #   make bench-rust     the GlobalAlloc benchmark under criterion: sefer, mimalloc, System;
 #                       writes bench/results/rust-latest.md (FULL=1: criterion's defaults)
 #   make rust-package   the amalgamation of configs/vendor_defconfig into
@@ -16,7 +17,8 @@
 # Cargo is rustup's when there is one (~/.cargo/bin), else the one on PATH (Debian's); CARGO=
 # overrides. Crates come from Debian's librust-*-dev packages (bindings/rust/.cargo/config.toml).
 
-CARGO ?= $(firstword $(wildcard $(HOME)/.cargo/bin/cargo) $(shell command -v cargo 2>/dev/null) cargo)
+CARGO ?= $(firstword $(wildcard $(HOME)/.cargo/bin/cargo) \
+	$(shell command -v cargo 2>/dev/null) cargo)
 rust-dir := $(srctree)/bindings/rust
 rust-target := $(objtree)/rust-target
 rust-vendor := $(objtree)/rust-vendor
@@ -51,7 +53,8 @@ check-rust:
 	$(Q)cd $(rust-dir) && exe=$$($(rust-env) PKG_CONFIG_PATH=$(rust-system)/usr/lib/pkgconfig \
 		$(CARGO) test --offline -p sefer --features system --test global_allocator --no-run 2>&1 | \
 		sed -n 's/.*Executable .* (\(.*\))$$/\1/p') && \
-	if LD_LIBRARY_PATH=$(rust-system)/usr/lib ldd $$exe | grep -q "libsefer.so.0 => $(rust-system)/usr/lib/"; then \
+	if LD_LIBRARY_PATH=$(rust-system)/usr/lib ldd $$exe | \
+		grep -q "libsefer.so.0 => $(rust-system)/usr/lib/"; then \
 		echo "ok   the test program links $(rust-system)/usr/lib/libsefer.so.0"; \
 	else echo "FAIL $$exe does not link the installed libsefer.so.0"; exit 1; fi && \
 	LD_LIBRARY_PATH=$(rust-system)/usr/lib $$exe

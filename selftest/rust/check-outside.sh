@@ -18,7 +18,10 @@ for c in sefer-sys sefer; do
 	tar -xzf "$pkg/$c-0.1.0.crate" -C "$dir/crates"
 done
 # Nothing of the tree may be needed: the unpacked crate is built where no sefer tree is above.
-[ -f "$dir/crates/sefer-sys-0.1.0/csrc/sefer.c" ] || { echo "FAIL sefer-sys has no csrc/sefer.c"; exit 1; }
+if ! [ -f "$dir/crates/sefer-sys-0.1.0/csrc/sefer.c" ]; then
+	echo "FAIL sefer-sys-0.1.0.crate has no csrc/sefer.c"
+	exit 1
+fi
 (cd "$dir/crates/sefer-sys-0.1.0" && CARGO_TARGET_DIR=$target "$cargo" build --offline -q)
 echo "ok   sefer-sys-0.1.0.crate builds alone in $dir (its bundled amalgamation)"
 
