@@ -92,7 +92,7 @@ def main():
             if t["sefer"] <= t[best]:
                 verdict = "yes"
             else:
-                verdict = "**no**: %.0f%% slower than %s" % ((t["sefer"] / t[best] - 1) * 100,
+                verdict = "**no**: %.1f%% slower than %s" % ((t["sefer"] / t[best] - 1) * 100,
                                                             best)
                 misses.append("%s t=%d" % (label(w), threads))
             lines.append("| %s | %d | %s | %s |" % (label(w), threads, " | ".join(cells), verdict))
