@@ -7,7 +7,7 @@
 #                       installed libsefer.so (vendor_defconfig); then rust-package, and a
 #                       program outside the tree built on the packaged crates alone
 #                       (selftest/rust/check-outside.sh). Budget: 3 minutes on 2 CPUs from a
-#                       fresh clone (104 s measured on a loaded machine)
+#                       fresh clone (42 s and 104 s measured, at load averages 7 and 13)
 #   make bench-rust     the GlobalAlloc benchmark under criterion: sefer, mimalloc, System;
 #                       writes bench/results/rust-latest.md (FULL=1: criterion's defaults)
 #   make rust-package   the amalgamation of configs/vendor_defconfig into
