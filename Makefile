@@ -342,13 +342,15 @@ include $(srctree)/selftest/annotate/annotate.mk
 -include $(srctree)/selftest/dropin/dropin.mk
 -include $(srctree)/scripts/amalgamation.mk
 -include $(srctree)/examples/examples.mk
+-include $(srctree)/bindings/rust/rust.mk
 
 clean:
 	$(Q)rm -rf $(objtree)/core $(objtree)/backends $(objtree)/policies $(objtree)/persist \
 		$(objtree)/selftest $(objtree)/bench $(objtree)/libsefer.* $(objtree)/sefer.dll \
 		$(objtree)/sefer-pstore $(objtree)/ptmp $(objtree)/man $(objtree)/sefer.pc \
 		$(objtree)/check-install $(objtree)/dropin-hardened $(objtree)/amalgamation \
-		$(objtree)/amalg-unit $(objtree)/amalg-vendor $(objtree)/examples
+		$(objtree)/amalg-unit $(objtree)/amalg-vendor $(objtree)/examples $(objtree)/rust-vendor \
+		$(objtree)/rust-target $(objtree)/rust-system
 distclean:
 	$(Q)rm -rf $(objtree)
 
@@ -438,6 +440,8 @@ Test targets (make check runs every group this configuration enables):
                       libsefer.a, libsefer.so, the amalgamation (4 configs); a program with
                       its own report_error, page_find... links against libsefer.a and it
   check-lua         - sefer-lua and sefer-lua-libc against lua5.4: same output, status
+  check-rust        - The Rust crates (bindings/rust): cargo test (GlobalAlloc contract,
+                      #[global_allocator], double dealloc), packaged crates used from /tmp
   check-install     - Install into a DESTDIR, build outside programs with pkg-config alone
   check-man         - The man pages format cleanly and name every SEFER_* variable and call
   check-face        - glibc's and C23's names, mallinfo2, mallopt, malloc_info, alignments
@@ -458,6 +462,9 @@ Run, benchmarks and measurements:
   bench-heaps       - First-class heaps against the thread's heap (Documentation/heaps.rst)
   bench-lua         - Lua workloads: sefer heap per state vs glibc vs mimalloc, and
                       teardown of 1M live objects (bench/results/lua-latest.md)
+  bench-rust        - GlobalAlloc benchmark (criterion): sefer vs mimalloc vs System
+                      (bench/results/rust-latest.md; FULL=1: criterion's defaults)
+  rust-package      - cargo package of sefer-sys (with the amalgamation) and sefer
   policies-measure  - The numbers in Documentation/policies/
   decommit-measure  - RSS curves of rss_curve under glibc, mimalloc and sefer
 
