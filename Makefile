@@ -186,10 +186,10 @@ lib-libs :=
 policies :=
 $(foreach d,$(kbuild-dirs),$(eval $(call collect-kbuild,$(d))))
 
-# include/generated/policies.h and policies_hot.h: the enabled policies in chain order, their
-# headers and their state (scripts/genpolicies.py). Like cflags-file below, policies-spec is
-# rewritten only when the selection or a declaration changes, and the headers are remade from
-# it.
+# include/generated/policies.h, policies_hot.h and policy_tests.h: the enabled policies in chain
+# order, their headers and state, the policies' unit suites (scripts/genpolicies.py). Like
+# cflags-file below, policies-spec is rewritten only when the selection or a declaration
+# changes, and the headers are remade from it.
 comma := ,
 empty :=
 space := $(empty) $(empty)

@@ -12,8 +12,8 @@
  *
  * What counts as in use: a block from its malloc until its free reaches its page's count: a
  * local free at once, a free from another thread when the owner collects it (it waits on the
- * page's cross-thread list until then), a block a policy keeps (fastbin) when the policy gives
- * it back. Bytes are usable bytes: the block size of the size class, the large block's size.
+ * page's cross-thread list until then). A block a policy keeps (fastbin's magazine) is free:
+ * its page still counts it as used, so the walk takes the policies' own counts off (held). Bytes are usable bytes: the block size of the size class, the large block's size.
  *
  * Peaks are sampled, not tracked: in_use_peak_* is the highest total seen at a sample, taken
  * at every stats query (sefer_stats_get, sefer_heap_stats, mallinfo2, the printers) and on the
@@ -140,6 +140,35 @@ INUSE_RACY static void inuse_segment(struct sync_node *n, void *arg)
 	}
 }
 
+/*
+ * Take off one heap's blocks that a policy keeps (counted as used by their pages): from the
+ * totals, the size classes and the heap's sample.
+ */
+static void inuse_unheld(struct heap *h, void *arg)
+{
+	struct inuse *u = arg;
+	uint64_t counts[NBINS] = { 0 }, bytes = 0, blocks = 0;
+
+	if (u->only && h != u->only)
+		return;
+	sefer__policy_held_all(h, counts);
+	for (unsigned bin = 0; bin < NBINS; bin++) {
+		if (!counts[bin])
+			continue;
+		blocks += counts[bin];
+		bytes += counts[bin] * bin_block_size(bin);
+		if (u->classes)
+			u->classes[bin].blocks -= counts[bin];
+	}
+	/* two snapshots of a running heap: never below zero */
+	u->bytes -= bytes < u->bytes ? bytes : u->bytes;
+	u->blocks -= blocks < u->blocks ? blocks : u->blocks;
+	if (u->gen && blocks) {
+		inuse_sample_add(&h->stats.sample_bytes, u->gen, -bytes);
+		inuse_sample_add(&h->stats.sample_blocks, u->gen, -blocks);
+	}
+}
+
 void sefer__inuse_walk(struct inuse *u)
 {
 	struct heap *only = u->only;
@@ -151,6 +180,8 @@ void sefer__inuse_walk(struct inuse *u)
 	u->classes = classes;
 	u->gen = gen;
 	sefer__sync_registry_walk(inuse_segment, u);
+	if (policy_keeps_small_blocks())
+		sefer__heap_visit_all(inuse_unheld, u);
 }
 
 static void inuse_fold_heap(struct heap *h, void *arg)

@@ -15,6 +15,9 @@
 #define COLLECT_STEP(n)                                                                            \
 	if (policy_##n.collect)                                                                    \
 		policy_##n.collect(h, force);
+#define HELD_STEP(n)                                                                               \
+	if (policy_##n.held)                                                                       \
+		policy_##n.held(h, counts);
 #define PRINT_STATS_STEP(n)                                                                        \
 	if (policy_##n.print_stats)                                                                \
 		policy_##n.print_stats();
@@ -37,4 +40,9 @@ void sefer__policy_collect_all(struct heap *h, bool force)
 void sefer__policy_print_stats_all(void)
 {
 	SEFER_POLICIES(PRINT_STATS_STEP)
+}
+
+void sefer__policy_held_all(struct heap *h, uint64_t *counts)
+{
+	SEFER_POLICIES(HELD_STEP)
 }

@@ -14,7 +14,8 @@
  * writing-a-policy.rst (the policy documentation) walks through adding one.
  *
  * Two policies filling the same slot form a chain in policy order; for each slot:
- *   init, heap_exit, collect, print_stats, segment_placed: every policy's hook runs, in order.
+ *   init, heap_exit, collect, print_stats, segment_placed, held: every policy's hook runs, in
+ *                       order.
  *   small_alloc, large_alloc, large_regrow, segment_node: the first answer wins (non-NULL, a
  *                       node other than SEFER_NO_NODE); the later policies are not asked.
  *   small_free, large_free: the first policy that keeps the block or segment wins; the later
@@ -49,6 +50,10 @@
  *                       the default alignment and room to grow further (more than large_alloc's
  *                       fit would give), or NULL. The core copies the block into it.
  *   print_stats()       at exit with SEFER_SHOW_STATS; writes through the error stream.
+ *   held(h, counts)     a stats query (core/inuse.c), any thread, pool_lock held (h stays
+ *                       mapped): add to counts[bin] (NBINS entries) the blocks of h the policy
+ *                       keeps (small_free), which their pages still count as used. Races with
+ *                       the owner: a snapshot, read once per field, no lock taken.
  * And one field that is not a hook:
  *   options             the policy's SEFER_* options, defined in its own files: process init
  *                       reads them with the core's, before init() (core/options.h).
@@ -81,6 +86,7 @@ struct sefer_policy_ops {
 	bool (*large_free)(struct heap *h, struct segment *s);
 	struct segment *(*large_regrow)(struct heap *h, size_t size);
 	void (*print_stats)(void);
+	void (*held)(struct heap *h, uint64_t *counts);
 	/* Its run-time options (core/options.h): a table ending with a NULL name, or NULL. */
 	struct sefer_option *options;
 };
@@ -199,5 +205,6 @@ SEFER_INTERNAL void sefer__policy_init_all(void);
 SEFER_INTERNAL void sefer__policy_heap_exit_all(struct heap *h);
 SEFER_INTERNAL void sefer__policy_collect_all(struct heap *h, bool force);
 SEFER_INTERNAL void sefer__policy_print_stats_all(void);
+SEFER_INTERNAL void sefer__policy_held_all(struct heap *h, uint64_t *counts);
 
 #endif

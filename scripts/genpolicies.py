@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Write include/generated/policies.h and policies_hot.h from the enabled policies.
+"""Write include/generated/policies.h, policies_hot.h and policy_tests.h from the enabled policies.
 
     genpolicies.py OUTDIR [SPEC...] [tests=NAME,...]
 
@@ -17,8 +17,8 @@ policy's Kbuild:
            ('-' for none)
 
 tests=NAME,... names every policy, enabled or not, whose folder holds a unit suite
-(policies/<name>/test_<name>.c defining <name>_suite()): SEFER_POLICY_TESTS lists them for
-selftest/unit/main.c.
+(policies/<name>/test_<name>.c defining <name>_suite()): SEFER_POLICY_TESTS, in
+policy_tests.h (apart from the policies' headers), lists them for selftest/unit/main.c.
 
 Files are rewritten only when their contents change, so an unchanged selection rebuilds
 nothing. Documentation/policies/writing-a-policy.rst describes the whole mechanism.
@@ -88,9 +88,6 @@ def main(argv):
           "heap->policy_remote.<name>. */\n")
     h += xmacro("SEFER_POLICY_REMOTE_STATE",
                 [p["name"] for p in pols if "remote" in p["states"]])
-    h += ("/* Policies with a unit suite, enabled or not: <name>_suite() in "
-          "policies/<name>/test_<name>.c. */\n")
-    h += xmacro("SEFER_POLICY_TESTS", tests)
     h += "\n/* Each defines `static const struct sefer_policy_ops policy_<name>`. */\n"
     for p in pols:
         h += '#include "%s/%s.h"\n' % (p["dir"], p["name"])
@@ -103,7 +100,17 @@ def main(argv):
             hot += '#include "%s/%s"\n' % (p["dir"], p["hot"])
     hot += "\n#endif\n"
 
+    # The test list apart: the unit tests include it without the policies' headers, whose
+    # hot slots are declared there and defined only in policies_hot.h.
+    tst = HEAD % "Included by selftest/unit (the policies' suites)."
+    tst += "#ifndef SEFER_GENERATED_POLICY_TESTS_H\n#define SEFER_GENERATED_POLICY_TESTS_H\n\n"
+    tst += ("/* Policies with a unit suite, enabled or not: <name>_suite() in "
+            "policies/<name>/test_<name>.c. */\n")
+    tst += xmacro("SEFER_POLICY_TESTS", tests)
+    tst += "\n#endif\n"
+
     write_if_changed(os.path.join(out, "policies.h"), h)
+    write_if_changed(os.path.join(out, "policy_tests.h"), tst)
     write_if_changed(os.path.join(out, "policies_hot.h"), hot)
 
 

@@ -89,9 +89,9 @@ $(addprefix check-,$(sanitizers)): check-%:
 	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(objtree)/san-$* CC=clang \
 		EXTRA_CFLAGS="$(san-cflags-$*) -g" EXTRA_LDFLAGS="$(san-cflags-$*)" \
 		CFLAGS_sync_urcu.o="$(san-urcu-cflags-$*)" test-bins
-	$(Q)cd $(objtree)/san-$* && SEFER_TEST_SKIP="$(san-exclude-$*)" \
+	$(Q)cd $(objtree)/san-$* && export SEFER_TEST_SKIP="$(san-exclude-$*)" \
 		TSAN_OPTIONS="halt_on_error=1 $(if $(findstring urcu,$*),suppressions=$(srctree)/selftest/tsan-urcu.supp)" \
-		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 && \
 		./selftest/unit/sefer-unit && ./selftest/stress/stress 4 30000 2
 
 # ---- malloc fuzzer: libFuzzer over streams of sefer_* calls (selftest/fuzz/malloc_fuzz.c) with

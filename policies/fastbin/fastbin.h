@@ -22,6 +22,7 @@ struct fastbin_heap {
 static inline void *fastbin_small_alloc(struct heap *h, size_t size);
 static inline bool fastbin_small_free(struct heap *h, struct page *pg, void *p);
 SEFER_INTERNAL void sefer__fastbin_heap_exit(struct heap *h);
+SEFER_INTERNAL void sefer__fastbin_held(struct heap *h, uint64_t *counts);
 
 /*
  * Included (through include/generated/policies.h) only when CONFIG_POLICY_FASTBIN=y. Fills the
@@ -31,6 +32,7 @@ SEFER_INTERNAL void sefer__fastbin_heap_exit(struct heap *h);
 static const struct sefer_policy_ops policy_fastbin = {
 	.name = "fastbin",
 	.heap_exit = sefer__fastbin_heap_exit,
+	.held = sefer__fastbin_held,
 	.small_alloc = fastbin_small_alloc,
 	.small_free = fastbin_small_free,
 };

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "core/policy.h" /* SEFER_POLICY_TESTS */
+#include "generated/policy_tests.h" /* SEFER_POLICY_TESTS */
 #include "unit.h"
 
 /* Each policy's suite, beside its policy (policies/<name>/test_<name>.c) */

@@ -46,7 +46,7 @@ static uint64_t injected(enum fault_op op)
 	return sefer__fault_injected(op) - base_injected[op];
 }
 
-static __attribute__((__unused__)) uint64_t calls(enum fault_op op)
+static uint64_t calls(enum fault_op op)
 {
 	return sefer__fault_calls(op) - base_calls[op];
 }
@@ -412,7 +412,12 @@ START_TEST(populate_skipped)
 }
 END_TEST
 
-/* Every 3rd map of 9 fails, at most twice: the kernel's interval and times. */
+/*
+ * Every 3rd map fails, at most twice: the kernel's interval and times. Nine large mallocs
+ * make at least one map each (a configuration may add one, such as a heap struct's): exactly
+ * two faults are injected, on map calls 3 and 6, and a malloc returns NULL exactly when a
+ * fault met one of its maps.
+ */
 START_TEST(interval_and_times)
 {
 	void *p[9];
@@ -421,12 +426,22 @@ START_TEST(interval_and_times)
 	sefer_collect(true);
 	arm_at(1u << FAULT_MAP, 3, 2);
 	for (int i = 0; i < 9; i++) {
-		p[i] = sefer_malloc(20 * MiB + (size_t)i * 4096); /* one map each */
+		uint64_t before = injected(FAULT_MAP), first = calls(FAULT_MAP) + 1;
+		bool hit;
+
+		p[i] = sefer_malloc(20 * MiB + (size_t)i * 4096);
+		hit = injected(FAULT_MAP) != before;
 		nulls += !p[i];
-		ck_assert_msg(!p[i] == (i == 2 || i == 5), "call %d: %p", i, p[i]);
+		ck_assert_msg(!p[i] == hit, "call %d: %p, fault %s", i, p[i], hit ? "met" : "not met");
+		/* the map calls this malloc made: first .. calls(); a fault only on the 3rd, 6th */
+		for (uint64_t c = first; c <= calls(FAULT_MAP) && hit; c++)
+			hit = c != 3 && c != 6;
+		ck_assert_msg(!hit, "call %d: a fault outside map calls 3 and 6 (calls %llu..%llu)", i,
+			      (unsigned long long)first, (unsigned long long)calls(FAULT_MAP));
 	}
 	ck_assert_int_eq(nulls, 2);
 	ck_assert_uint_eq(injected(FAULT_MAP), 2);
+	ck_assert_uint_ge(calls(FAULT_MAP), 9);
 	for (int i = 0; i < 9; i++)
 		sefer_free(p[i]);
 	disarm();

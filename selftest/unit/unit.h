@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/policy.h" /* SEFER_POLICY_TESTS */
+#include "generated/policy_tests.h" /* SEFER_POLICY_TESTS */
 #include "sefer.h"
 
 Suite *bins_suite(void);
