@@ -379,6 +379,8 @@ Build targets:
   man               - The man pages, rendered from Documentation/man/
   kconfig-doc       - Rewrite Documentation/kconfig.rst's option reference from the Kconfig
                       help texts (scripts/kconfig_doc.py)
+  man-options       - Rewrite sefer(7)'s option list from the option tables
+                      (scripts/genoptions.py)
   test-bins         - The unit suite and stress test (and the persist programs)
   port-test-bins    - The portable unit runner and stress test (ports without Check)
   persist-bins      - The persist test program, sefer-pstore and the persist benchmark
@@ -426,6 +428,11 @@ Test targets (make check runs every group this configuration enables):
                     - The same in this configuration made hardened, fastbin policy on
   check-malloc-fuzz-variant
                     - The same without free marks, small segments, guard pages, no caches
+  check-malloc-fuzz-faults
+                    - The same with CONFIG_FAULT_INJECTION, 10% of the OS calls failing
+  check-unit-faults, check-stress-faults
+                    - The fault suite and the stress test with faults injected, in the
+                      fault-injection configurations (fault-builds builds them)
   check-valgrind    - CONFIG_VALGRIND: misuse reports asserted, unit suite, stress, python3
                       and sqlite3 under valgrind with 0 errors; --soname-synonyms on libsefer.so
   check-asan-poison - CONFIG_SANITIZE_ADDRESS: ASan's use-after-poison reports on sefer blocks

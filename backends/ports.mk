@@ -23,7 +23,7 @@ else
 EXE :=
 port-test-srcs := $(srctree)/selftest/unit/test_process.c $(srctree)/selftest/unit/child.c \
 	$(srctree)/selftest/unit/test_hardening.c $(srctree)/selftest/unit/test_heaps.c \
-	$(srctree)/selftest/unit/test_heaps_threads.c
+	$(srctree)/selftest/unit/test_heaps_threads.c $(srctree)/selftest/unit/test_heaps_move.c
 port-test-cflags :=
 port-test-libs :=
 endif
