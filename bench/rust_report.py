@@ -9,8 +9,8 @@ DIR is criterion's output (target/criterion): DIR/<row>/<allocator>/new/estimate
 row named t<threads>_<workload>. FILE (--meta) holds the lines the benchmark binary wrote:
 `key: value` (allocators, rustc). Each cell is criterion's median of one iteration, with the
 speed-up against mimalloc and against System in parentheses (the reference's median divided
-by this one: above 1.00 is faster). The last column says whether sefer meets the target of
-issue 43: at least as fast as the faster of mimalloc and System in the row.
+by this one: above 1.00 is faster). The last column says whether sefer meets the Rust face's
+target: at least as fast as the faster of mimalloc and System in the row.
 """
 import argparse
 import datetime
@@ -119,7 +119,7 @@ last one's end (this machine has %d CPUs).
 
 Each cell: criterion's median time of one iteration; in parentheses the speed-up against
 mimalloc / against System (their median divided by this one: above 1.00 is faster). Target
-(issue 43): sefer at least as fast as the faster of mimalloc and System in every row.
+(the Rust face's): sefer at least as fast as the faster of mimalloc and System in every row.
 
 | workload | threads | sefer | mimalloc | System (glibc) | sefer meets the target |
 |---|---:|---:|---:|---:|---|
