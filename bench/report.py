@@ -475,37 +475,30 @@ def write_md(path, configs, allocs, missing, summ, meta):
               "table. Rows of 1 MiB blocks and up are apart, under Large blocks: they are in "
               "no headline geometric mean." % (refs, NOISE_BAND["median"], NOISE_BAND["rss"]),
               ""]
+    def figure_and_rss(what, rows, figure, rss_note=""):
+        """Two tables of rows: their figure (throughput, or the real programs' seconds) and
+        their peak RSS."""
+        micro_rows = rows[0].section == "micro"
+        return md_table(
+            "%s: %s" % (what, figure),
+            "Ratio = this allocator / reference: %s 1.00 is faster." % (
+                "above" if micro_rows else "below"),
+            rows, allocs, summ, "median", fmt_value, micro_rows) + md_table(
+            "%s: peak RSS (MiB, VmHWM of the process; lower is better)" % what,
+            "Ratio = this allocator / reference: below 1.00 uses less memory." + rss_note,
+            rows, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+
+    calls = "throughput (allocator calls per second; higher is better)"
     if small:
-        lines += md_table(
-            "Throughput, small-object rows (allocator calls per second; higher is better)",
-            "Ratio = this allocator / reference: above 1.00 is faster.",
-            small, allocs, summ, "median", fmt_value, True)
-        lines += md_table(
-            "Peak RSS, small-object rows (MiB, VmHWM of the process; lower is better)",
-            "Ratio = this allocator / reference: below 1.00 uses less memory.",
-            small, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+        lines += figure_and_rss("Small-object rows", small, calls)
     if real:
-        lines += md_table(
-            "Real programs (wall seconds; lower is better)",
-            "Ratio = this allocator / reference: below 1.00 is faster.",
-            real, allocs, summ, "median", fmt_value, False)
-        lines += md_table(
-            "Real programs, peak RSS (MiB; lower is better)",
-            "Ratio = this allocator / reference: below 1.00 uses less memory. "
-            "For redis it is the server's peak.",
-            real, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+        lines += figure_and_rss("Real programs", real, "wall seconds (lower is better)",
+                                " For redis it is the server's peak.")
     if large:
         lines += ["## Large blocks (1 MiB and up)", "",
                   "Apart from the headline: a cached block against an mmap/munmap pair "
                   "differs by orders of magnitude, which would swamp any geometric mean.", ""]
-        lines += md_table(
-            "Large blocks: throughput (allocator calls per second; higher is better)",
-            "Ratio = this allocator / reference: above 1.00 is faster.",
-            large, allocs, summ, "median", fmt_value, True)
-        lines += md_table(
-            "Large blocks: peak RSS (MiB; lower is better)",
-            "Ratio = this allocator / reference: below 1.00 uses less memory.",
-            large, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+        lines += figure_and_rss("Large blocks", large, calls)
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
         f.write(text)

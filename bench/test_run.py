@@ -187,7 +187,7 @@ with tempfile.TemporaryDirectory() as d:
     md = report.write_md(os.path.join(d, "latest.md"), cfgs, allocs,
                          [("snmalloc2", "made-up reason")], summ, [])
     sections = {sec.split("\n", 1)[0]: sec for sec in md.split("### ")[1:]}
-    thr = next((v for k, v in sections.items() if k.startswith("Throughput, small")), "")
+    thr = next((v for k, v in sections.items() if k.startswith("Small-object rows: thr")), "")
     lrg = next((v for k, v in sections.items() if k.startswith("Large blocks: thr")), "")
     line = next((ln for ln in thr.splitlines() if ln.startswith("| steady 256live t=1 |")), "")
     if line.split(" | ")[-2:-1] != ["snmalloc"]:
