@@ -81,7 +81,8 @@ def write_png(path, configs, allocs, summ, title):
         xl = "peak RSS / %s's (log scale; %s is the line at 1;\nlower is better)" % (
             ref, ref)
         hpanels.append(("peak RSS at 1 thread", xl, rows1))
-        hpanels.append(("peak RSS at the most threads (t=%d)" % tmax, xl, rowsn))
+        hpanels.append(("peak RSS at each workload's most threads (up to t=%d)" % tmax, xl,
+                        rowsn))
     if real:
         rows = [("%s: time" % c.bench, c.key, "median", None) for c in real]
         rows += [("%s: peak RSS" % c.bench, c.key, "rss", "//") for c in real]

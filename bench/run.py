@@ -287,7 +287,8 @@ BUDGET = {
     "prodcons": (1000000, 2500000, 0),
     "prodcons-1M": (20000, 100000, 0),
     # 20,000 ran 1-4 ms at sefer's rate: thread start dominated; 1M ran into the 0.2 s cap under
-    # every allocator at every size (4 MiB: about 2-5M calls/s)
+    # every allocator at every size; 200k: sefer and glibc about 15 ms (15M calls/s), mimalloc
+    # and snmalloc (0.1-0.9M calls/s: a map and an unmap per block) still run into the cap
     "large": (200000, 5000000, 0),
     "larson-rounds": (1200, 2000, 0),
     "randpos": (2000000, 4000000, 0),
