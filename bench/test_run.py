@@ -220,6 +220,12 @@ with tempfile.TemporaryDirectory() as d:
                          ("large loop", "FAIL")):
         if status(prefix) != want:
             failures.append("target %r: %s, want %s" % (prefix, status(prefix), want))
+    turns = report.turn_geomeans(summ, small, "sefer", "snmalloc", "median")
+    want = [report.geomean([summ[(c.key, "sefer")]["turns"]["median"][i] /
+                            summ[(c.key, "snmalloc")]["turns"]["median"][i] for c in small])
+            for i in range(4)]
+    if len(turns) != 4 or any(abs(x - y) > 1e-9 for x, y in zip(turns, want)):
+        failures.append("geometric means by repetition %s, want %s" % (turns, want))
     if not (status("default build") or "").startswith("not evaluated"):
         failures.append("the second-build target is evaluated without a second build")
     no_sn = [n for n in names if n != "snmalloc"]
