@@ -8,7 +8,7 @@
 #   make C=1 | C=2          ... and run sparse on the C files compiled / on all of them
 #   make check              the full test suite (unit, sanitizers, alternate configs, ports, persist)
 #   make run                build the default config, run a real program and the headline benchmark
-#   make bench [QUICK=1]    benchmarks against glibc, mimalloc, jemalloc, tcmalloc
+#   make bench [QUICK=1]    benchmarks against glibc, mimalloc 2 and 3, snmalloc, jemalloc, tcmalloc
 #   make install | uninstall [PREFIX=/usr/local] [DESTDIR=] [LIBDIR= INCLUDEDIR= BINDIR= MANDIR=]
 #   make clean | distclean
 #   make help               every target and variable
@@ -462,7 +462,8 @@ Test targets (make check runs every group this configuration enables):
 
 Run, benchmarks and measurements:
   run               - Build, run a real program and the headline benchmark under sefer
-  bench             - Every benchmark against glibc, mimalloc, jemalloc, tcmalloc (QUICK=1)
+  bench             - Every benchmark against glibc, mimalloc 2 and 3, snmalloc, jemalloc,
+                      tcmalloc; QUICK=1: about 5 min, without jemalloc, tcmalloc (PEERS=, SEFER_B=)
   bench-headline    - Steady churn and larson at 1 and 2 threads (~30 s)
   bench-progs       - Build the benchmark programs only
   bench-persist     - The persist benchmark against PMDK

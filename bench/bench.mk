@@ -2,9 +2,11 @@
 # bench/bench.mk - benchmark programs and the runner, included by the top Makefile.
 #
 #   make bench [QUICK=1] [THREADS=1,2,4,8] [BENCH_ONLY=regex] [BENCH_ALLOC=sefer,mimalloc]
-#              [BENCH_CPU=auto|none|N]
-#       every workload and real program under sefer (the configured build),
-#       glibc, mimalloc, jemalloc and tcmalloc; writes bench/results/latest.{csv,md,png}
+#              [BENCH_CPU=auto|none|N] [PEERS=mi3=PATH,sn=PATH] [SEFER_B=sefer-nodf=PATH]
+#       every workload and real program under sefer (the configured build), glibc, mimalloc,
+#       mimalloc v3 and snmalloc (../shared/peers, or PEERS), and in the full mode jemalloc and
+#       tcmalloc; SEFER_B adds a second sefer build as a column of its own. Writes
+#       bench/results/latest.{csv,md,png}
 #   make bench-headline
 #       steady churn + larson at 1 and 2 threads under glibc, mimalloc and sefer (~30 s)
 #   make bench-progs
@@ -45,6 +47,7 @@ bench: all $(bench-progs)
 	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
 		$(if $(BENCH_ONLY),--only '$(value BENCH_ONLY)') \
 		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) $(if $(BENCH_CPU),--cpu $(BENCH_CPU)) \
+		$(if $(PEERS),--peer '$(PEERS)') $(if $(SEFER_B),--sefer-b '$(SEFER_B)') \
 		--out $(srctree)/bench/results
 	$(Q)$(if $(bench-persist-defined),$(MAKE) -f $(srctree)/Makefile O=$(O) \
 		$(if $(QUICK),QUICK=$(QUICK)) bench-persist)

@@ -8,7 +8,13 @@ import sys
 from report import ratio
 
 COLORS = {"sefer": "#d62728", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
-          "jemalloc": "#2ca02c", "tcmalloc": "#ff7f0e"}
+          "mimalloc3": "#17becf", "snmalloc": "#9467bd", "jemalloc": "#2ca02c",
+          "tcmalloc": "#ff7f0e"}
+SECOND_BUILD_COLOR = "#8c564b"  # a --sefer-b build
+
+
+def color(name):
+    return COLORS.get(name) or (SECOND_BUILD_COLOR if name.startswith("sefer") else None)
 
 
 def ratio_ticks(lo, hi):
@@ -75,7 +81,8 @@ def write_png(path, configs, allocs, summ, title):
         xl = "peak RSS / %s's (log scale; %s is the line at 1;\nlower is better)" % (
             ref, ref)
         hpanels.append(("peak RSS at 1 thread", xl, rows1))
-        hpanels.append(("peak RSS at the most threads (t=%d)" % tmax, xl, rowsn))
+        hpanels.append(("peak RSS at each workload's most threads (up to t=%d)" % tmax, xl,
+                        rowsn))
     if real:
         rows = [("%s: time" % c.bench, c.key, "median", None) for c in real]
         rows += [("%s: peak RSS" % c.bench, c.key, "rss", "//") for c in real]
@@ -125,7 +132,7 @@ def write_png(path, configs, allocs, summ, title):
                 ax.plot([p[0] for p in pts], [p[1] for p in pts],
                         marker="o" if not pin else "x", markersize=4,
                         linestyle="-" if not pin else "--",
-                        color=COLORS.get(a.name),
+                        color=color(a.name),
                         linewidth=2.2 if a.name == "sefer" else 1.2,
                         zorder=3 if a.name == "sefer" else 2)
         ts = sorted({c.threads for c in micro if (c.bench, c.param) == (bench, param)})
@@ -178,7 +185,7 @@ def write_png(path, configs, allocs, summ, title):
                     continue
                 y = r + (i - (n - 1) / 2) * h
                 # from the reference line: left of it is lower than ref's
-                ax.barh(y, x - 1.0, h, left=1.0, color=COLORS.get(a), hatch=hatch,
+                ax.barh(y, x - 1.0, h, left=1.0, color=color(a), hatch=hatch,
                         edgecolor="white" if not hatch else "black",
                         linewidth=0.3)
                 vals.append(x)
@@ -205,7 +212,7 @@ def write_png(path, configs, allocs, summ, title):
         ax.set_title(ttl, fontsize=10)
         ax.grid(alpha=0.3, axis="x")
 
-    h = [Patch(color=COLORS.get(a.name)) for a in allocs]
+    h = [Patch(color=color(a.name)) for a in allocs]
     labels = list(names)
     if any(c.pin for c in micro):
         h += [Line2D([], [], color="black", marker="o", markersize=4),

@@ -11,12 +11,36 @@ import os
 import platform
 import statistics
 
-# The allocators in the order of every table's columns.
-ORDER = ["sefer", "glibc", "mimalloc", "jemalloc", "tcmalloc"]
+# The allocators in the order of every table's columns (a second sefer build, --sefer-b,
+# follows sefer; a peer named by --peer alone comes last).
+ORDER = ["sefer", "glibc", "mimalloc", "mimalloc3", "snmalloc", "jemalloc", "tcmalloc"]
 
-# Rows whose blocks are large objects (1 MiB and up): the geometric means
-# "without large" / "small-object rows" leave them out.
+# The peers issue 44's targets compare against: the fastest of each row among them (and any
+# other peer in the run) is "the best peer"; a target that needs one that is missing is not
+# evaluated.
+STRONG_PEERS = ("mimalloc", "mimalloc3", "snmalloc")
+
+# Rows whose blocks are large objects (1 MiB and up): the headline geometric means leave them
+# out, and latest.md reports them in a section of their own.
 LARGE_BENCHES = ("large", "largewin")
+
+# The noise band of a verdict: a row whose median paired ratio to the best peer lies within
+# 1 +- NOISE_BAND reads "parity" whatever its interval. Derived from an A/A run and a test-retest
+# pair, QUICK, 4 repetitions, on the 2-vCPU VM at load average 4-15 (other helpers' builds and
+# benchmarks beside it, 2026-12-06; Documentation/benchmarks.rst, "Verdicts"):
+# - A/A (sefer against a byte-identical copy of itself as a second column), 58 rows: with the
+#   range of the paired ratios as the interval, a band of 0.15 left 4 throughput and time rows
+#   a win or a loss, 0.20 three (xfer 64B-1to1 1.79, the 32 MiB loop 0.66 and 1.33); peak RSS
+#   none at 0.05;
+# - two consecutive make bench QUICK=1 runs, the verdicts of sefer against the best peer: 13 of
+#   58 throughput and time rows differed at 0.15 and 8 at 0.20; peak RSS 12 at 0.05, 6 at 0.15,
+#   1 at 0.20 (capped runs do less work when the machine is slow, and peak RSS follows).
+NOISE_BAND = {"median": 0.20, "rss": 0.20}
+
+
+def is_peer(name):
+    """Every column but sefer's builds (sefer, and the --sefer-b ones named sefer-*)."""
+    return not name.startswith("sefer")
 
 
 def is_large(bench, param):
@@ -97,13 +121,88 @@ def ratio(summ, key, a, b, field):
     return statistics.median(pr) if pr else x[field] / y[field]
 
 
+def interval(pr):
+    """The interval a verdict reads from a row's paired ratios: their range, min..max (with 4
+    or 5 pairs the quartiles excluded 1.00 on 13 of 58 rows of an A/A run, the range on 8)."""
+    return (min(pr), max(pr)) if pr else (None, None)
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    if len(xs) < 4:
+        return xs[0], xs[-1]
+    q = statistics.quantiles(xs, n=4)
+    return q[0], q[2]
+
+
+def ok_cell(summ, key, name, field):
+    s = summ.get((key, name))
+    return s and not s["err"] and s.get(field) is not None
+
+
+def best_name(summ, key, names, field, higher_better):
+    """The allocator of names with the best median figure of the row, or None."""
+    got = [(summ[(key, n)][field], n) for n in names if ok_cell(summ, key, n, field)]
+    if not got:
+        return None
+    return (max if higher_better else min)(got, key=lambda x: x[0])[1]
+
+
+def best_peer(summ, key, names, field, higher_better, who="sefer"):
+    """(peer, who/peer) for the peer that who compares worst against (the lowest paired ratio
+    for throughput, the highest for time and RSS): the best peer of the row; (None, None)."""
+    got = [(ratio(summ, key, who, p, field), p) for p in names if is_peer(p)]
+    got = [(x, p) for x, p in got if x is not None]
+    if not got:
+        return None, None
+    x, p = (min if higher_better else max)(got)
+    return p, x
+
+
+def verdict(summ, key, a, b, field, higher_better):
+    """a against b on one row: (word, median paired ratio a/b, interval low, interval high).
+    "parity" when the interval of the paired ratios includes 1.0 or the median lies within
+    the noise band; else "win" (a better) or "loss". (None, ...) without a ratio."""
+    x = ratio(summ, key, a, b, field)
+    if x is None:
+        return None, None, None, None
+    pr = paired_ratios(summ, key, a, b, field)
+    lo, hi = interval(pr) if pr else (x, x)
+    band = NOISE_BAND[field]
+    if lo <= 1.0 <= hi or abs(x - 1.0) <= band:
+        word = "parity"
+    else:
+        word = "win" if (x > 1.0) == higher_better else "loss"
+    return word, x, lo, hi
+
+
+def row_verdict(summ, key, names, field, higher_better):
+    """sefer against the row's best peer: (word, peer, ratio, low, high) or None."""
+    if "sefer" not in names:
+        return None
+    p, _ = best_peer(summ, key, names, field, higher_better)
+    if p is None:
+        return None
+    word, x, lo, hi = verdict(summ, key, "sefer", p, field, higher_better)
+    return (word, p, x, lo, hi) if word else None
+
+
+def fmt_verdict(v):
+    if not v:
+        return "-"
+    word, p, x, lo, hi = v
+    return "%s %.2f (%.2f-%.2f) vs %s" % (word if word == "parity" else "**%s**" % word,
+                                          x, lo, hi, p)
+
+
 def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
     names = [a.name for a in allocs]
     refs = [r for r in ("mimalloc", "glibc") if r in names]
     lines = ["### " + title, "", note, ""]
-    hdr = "| benchmark | " + " | ".join(names) + " |"
-    lines += [hdr, "|---|" + "---:|" * len(names)]
+    hdr = "| benchmark | " + " | ".join(names) + " | best | sefer vs best peer |"
+    lines += [hdr, "|---|" + "---:|" * len(names) + ":---|---|"]
     gm = {(n, r): [] for n in names for r in refs}
+    vs_best = []
     for cfg in configs:
         cells = []
         for n in names:
@@ -124,6 +223,11 @@ def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
                     gm[(n, r)].append(x)
                 rs.append("%.2f" % x if x is not None else "-")
             cells.append("%s (%s)" % (fmt(cfg, s[field]), " / ".join(rs)))
+        v = row_verdict(summ, cfg.key, names, field, higher_better)
+        if v:
+            vs_best.append(v[2])
+        cells.append(best_name(summ, cfg.key, names, field, higher_better) or "-")
+        cells.append(fmt_verdict(v))
         lines.append("| %s | %s |" % (cfg.label(), " | ".join(cells)))
     cells = []
     for n in names:
@@ -132,36 +236,23 @@ def md_table(title, note, configs, allocs, summ, field, fmt, higher_better):
             g = geomean(gm[(n, r)])
             rs.append("%.2f" % g if g else "-")
         cells.append("**(%s)**" % " / ".join(rs))
+    g = geomean(vs_best)
+    cells += ["", "sefer/best peer %.2f" % g if g else "-"]
     lines.append("| **geometric mean** | %s |" % " | ".join(cells))
-    for label, rows in subset_means(configs, field):
-        cells = []
-        for n in names:
-            rs = []
-            for r in refs:
-                g = geomean([ratio(summ, c.key, n, r, field) for c in rows])
-                rs.append("%.2f" % g if g else "-")
-            cells.append("(%s)" % " / ".join(rs))
-        lines.append("| %s | %s |" % (label, " | ".join(cells)))
     lines.append("")
     return lines
 
 
-def subset_means(configs, field):
-    """The extra geometric-mean rows of a table: [(label, configs)].
-
-    Throughput: without the large-object rows (they differ by orders of
-    magnitude). Peak RSS: the small-object micro rows, the target figure for
-    memory, and the large-object rows on their own."""
-    micro = [c for c in configs if c.section == "micro"]
-    small = [c for c in micro if not is_large(c.bench, c.param)]
-    large = [c for c in micro if is_large(c.bench, c.param)]
-    out = []
-    if field == "median" and small and large:
-        out.append(("geometric mean without large", small))
-    if field == "rss" and small and len(small) != len(configs):
-        out.append(("geometric mean, small-object rows", small))
-    if field == "rss" and large and len(large) != len(configs):
-        out.append(("geometric mean, large-object rows", large))
+def verdict_counts(configs, names, summ):
+    """{(table, word): rows} over the verdicts of latest.md's tables."""
+    out = {}
+    for cfg in configs:
+        for field, hb in (("median", cfg.section == "micro"), ("rss", False)):
+            v = row_verdict(summ, cfg.key, names, field, hb)
+            if v:
+                k = ("throughput" if field == "median" and hb else
+                     "time" if field == "median" else "peak RSS", v[0])
+                out[k] = out.get(k, 0) + 1
     return out
 
 
@@ -198,100 +289,153 @@ def headline_table(configs, allocs, summ):
 
 
 # ------------------------------------------------------------ targets
-# The new workloads the throughput targets hold to parity with mimalloc
-# (Documentation/benchmarks.rst, "Reading the tables").
-NEW_WORKLOADS = ("larson-rounds", "randpos", "threadgen", "bignum", "largewin")
-# Rows added after the targets were set: in every table, in no throughput target (those name the
-# rows that existed then and the five above), listed under the targets with their ratios.
-LATER_WORKLOADS = ("bursts", "falseshare")
+# Issue 44's bounds.
+TARGET_ROW_FLOOR = 0.95          # every small-object row at 1, 2, 4 threads vs the best peer
+TARGET_GEOMEAN = (("snmalloc", 1.05), ("mimalloc", 1.10))
+TARGET_NEW_SHAPES = ("tgstress", "xfer")  # >= 1.00x the best peer
+TARGET_LARGE_SIZES = ("4M", "16M", "32M")  # large loop: at most glibc's time
+TARGET_SECOND_BUILD = 0.97       # default build >= 0.97x a second build (--sefer-b), every row
 
 
-def quartiles(xs):
-    xs = sorted(xs)
-    if len(xs) < 4:
-        return xs[0], xs[-1]
-    q = statistics.quantiles(xs, n=4)
-    return q[0], q[2]
+def small_rows(configs):
+    return [c for c in configs if c.section == "micro" and not is_large(c.bench, c.param)]
 
 
-def targets_section(configs, summ):
-    """The targets, met or not, and each missing row with its paired ratios."""
-    if not {"sefer", "mimalloc"} <= {n for _, n in summ}:
+def turn_geomeans(summ, rows, a, b, field):
+    """The geometric mean over rows of a/b's paired ratio of each turn: one figure per
+    repetition, whose range shows how far the geometric mean itself moves within a run ([]
+    when a row's runs do not pair up)."""
+    per_row = [paired_ratios(summ, c.key, a, b, field) for c in rows]
+    if not per_row or any(not pr or len(pr) != len(per_row[0]) for pr in per_row):
         return []
-    micro = [c for c in configs if c.section == "micro"]
-    real = [c for c in configs if c.section == "real"]
-    small = [c for c in micro if not is_large(c.bench, c.param)]
-    new = [c for c in micro if c.bench in NEW_WORKLOADS and c.threads <= 2]
-    old = [c for c in small if c.bench not in NEW_WORKLOADS + LATER_WORKLOADS]
-    later = [c for c in micro if c.bench in LATER_WORKLOADS]
-    win = [c for c in micro if c.bench == "largewin"]
+    return [geomean([pr[i] for pr in per_row]) for i in range(len(per_row[0]))]
 
-    rows, misses = [], []
 
-    def measured(cs, field, bound, higher_better):
-        """[(ratio, row)] of the rows of cs that have one, and those on the wrong side."""
-        got = [(ratio(summ, c.key, "sefer", "mimalloc", field), c) for c in cs]
-        got = [(x, c) for x, c in got if x is not None]
-        bad = [(c, field, x, higher_better) for x, c in got
-               if (x < bound if higher_better else x > bound)]
-        return got, bad
+def evaluate_targets(configs, names, summ):
+    """Issue 44's targets on this run: [(target, figure, status, [(row, field, ratio, peer,
+    higher_better)] of the rows that miss)], status "PASS", "FAIL" or "not evaluated (why)".
+    A target whose peers are not all in the run is not evaluated, never passed."""
+    out = []
+    small = small_rows(configs)
+    peers = [n for n in names if is_peer(n)]
 
-    def each_row(name, cs, field, bound, higher_better):
-        got, bad = measured(cs, field, bound, higher_better)
+    def absent(need):
+        gone = [p for p in need if p not in names]
+        return "not evaluated (%s missing)" % ", ".join(gone) if gone else None
+
+    def per_row(target, rows, bound, need, peer_of, field="median", hb=True):
+        why = absent(need)
+        if why or not rows:
+            out.append((target, "-", why or "not evaluated (no such row in this run)", []))
+            return
+        got = []
+        for c in rows:
+            p, x = peer_of(c)
+            if x is not None:
+                got.append((c, field, x, p, hb))
         if not got:
+            out.append((target, "-", "not evaluated (no ratio: failed runs)", []))
             return
-        worst = (min if higher_better else max)(got, key=lambda x: x[0])
-        rows.append((name, "worst: %s %.3f" % (worst[1].label(), worst[0]), not bad))
-        misses.extend(bad)
+        bad = [g for g in got if (g[2] < bound if hb else g[2] > bound)]
+        worst = (min if hb else max)(got, key=lambda g: g[2])
+        fig = "worst %s %.3f vs %s; %d of %d rows %s %.2f" % (
+            worst[0].label(), worst[2], worst[3], len(bad), len(got),
+            "below" if hb else "above", bound)
+        out.append((target, fig, "FAIL" if bad else "PASS", bad))
 
-    def mean_row(name, cs, field, bound, higher_better):
-        got, bad = measured(cs, field, bound, higher_better)
-        g = geomean([x for x, _ in got])
-        if g is None:
-            return
-        ok = g >= bound if higher_better else g <= bound
-        rows.append((name, "%.3f" % g, ok))
-        if not ok:  # the rows on the wrong side of the bound
-            misses.extend(bad)
+    def vs_best(c):
+        return best_peer(summ, c.key, names, "median", True)
 
-    each_row("new workloads at 1 and 2 threads: throughput >= 1.00x", new, "median",
-             1.0, True)
-    each_row("the other small-object rows: throughput >= 0.90x", old, "median", 0.9, True)
-    mean_row("small-object rows: peak-RSS geometric mean <= 0.90x", small, "rss", 0.9,
-             False)
-    each_row("largewin: peak RSS <= 1.00x", win, "rss", 1.0, False)
-    mean_row("real programs: time geometric mean <= 1.00x", real, "median", 1.0, False)
-    if not rows:
+    strong = list(STRONG_PEERS)
+    per_row("every small-object row at 1, 2, 4 threads >= %.2fx the best peer's throughput"
+            % TARGET_ROW_FLOOR, [c for c in small if c.threads in (1, 2, 4)],
+            TARGET_ROW_FLOOR, strong, vs_best)
+    for peer, bound in TARGET_GEOMEAN:
+        target = "small-object throughput geometric mean >= %.2fx %s" % (bound, peer)
+        why = absent([peer])
+        g = None if why else geomean([ratio(summ, c.key, "sefer", peer, "median")
+                                      for c in small])
+        if why or g is None:
+            out.append((target, "-", why or "not evaluated (no ratio)", []))
+        else:
+            reps = turn_geomeans(summ, small, "sefer", peer, "median")
+            out.append((target, "%.3f over %d rows%s" % (
+                g, len(small), "; by repetition %.3f-%.3f" % (min(reps), max(reps))
+                if reps else ""), "PASS" if g >= bound else "FAIL", []))
+    per_row("tgstress and xfer >= 1.00x the best peer's throughput",
+            [c for c in small if c.bench in TARGET_NEW_SHAPES], 1.0, strong, vs_best)
+    target = ("peak-RSS geometric mean of the small-object rows <= the leanest peer's "
+              "(glibc included)")
+    why = absent(strong + ["glibc"])
+    gms = {} if why else {p: geomean([ratio(summ, c.key, "sefer", p, "rss") for c in small])
+                          for p in peers}
+    gms = {p: g for p, g in gms.items() if g}
+    if why or not gms:
+        out.append((target, "-", why or "not evaluated (no RSS figure)", []))
+    else:
+        lean = max(gms, key=gms.get)  # the peer sefer's RSS compares worst against
+        out.append((target, "sefer/%s %.3f (the leanest peer; %s)" % (
+            lean, gms[lean], ", ".join("/%s %.3f" % (p, g) for p, g in gms.items()
+                                       if p != lean)),
+                    "PASS" if gms[lean] <= 1.0 else "FAIL", []))
+    builds = [n for n in names if n != "sefer" and not is_peer(n)]
+    target = ("default build >= %.2fx a second build (no CONFIG_DEBUG_DOUBLE_FREE) on every "
+              "row" % TARGET_SECOND_BUILD)
+    if not builds:
+        out.append((target, "-", "not evaluated (no second build: make bench "
+                    "SEFER_B=sefer-nodf=PATH)", []))
+    else:
+        b = builds[0]
+        per_row(target.replace("a second build", b), [c for c in configs
+                                                       if c.section == "micro"],
+                TARGET_SECOND_BUILD, [], lambda c: (b, ratio(summ, c.key, "sefer", b,
+                                                              "median")))
+    per_row("large loop at %s: time <= glibc's (throughput >= 1.00x)" % ", ".join(
+        s.replace("M", " MiB") for s in TARGET_LARGE_SIZES),
+            [c for c in configs if c.section == "micro" and c.bench == "large"
+             and c.param in TARGET_LARGE_SIZES], 1.0, ["glibc"],
+            lambda c: ("glibc", ratio(summ, c.key, "sefer", "glibc", "median")))
+    return out
+
+
+def targets_section(configs, names, summ):
+    """latest.md's Targets: issue 44's, PASS/FAIL with the figure, and the rows that miss with
+    the interval of their paired ratios."""
+    if "sefer" not in names:
         return []
-    lines = ["### Targets (sefer / mimalloc: throughput, peak RSS, real programs' time)", "",
-             "| target | this run | met |", "|---|---:|:---:|"]
-    lines += ["| %s | %s | %s |" % (n, fig, "yes" if ok else "**no**") for n, fig, ok in rows]
+    results = evaluate_targets(configs, names, summ)
+    lines = ["## Targets (issue 44)", "",
+             "Judged on the median paired ratios of the tables (sefer / peer). The peers in "
+             "this run: %s. Not judged by this run: the fast-path disassembly check (`make "
+             "check-fastpath`) and the decommit guarantee (`make check-decommit`)." %
+             (", ".join(n for n in names if is_peer(n)) or "none"), "",
+             "| target | this run | status |", "|---|---|:---:|"]
+    lines += ["| %s | %s | %s |" % (t, fig, st if st != "FAIL" else "**FAIL**")
+              for t, fig, st, _ in results]
     lines.append("")
+    misses = [m for _, _, _, bad in results for m in bad]
     if misses:
-        lines += ["Rows that miss their target, with the spread of their paired ratios "
-                  "(each run of sefer divided by the mimalloc run next to it; the "
-                  "ratio is their median): when the quartiles straddle the target the "
-                  "miss is within this machine's noise.", "",
-                  "| row | ratio | paired ratios: quartiles (min-max) | sefer ahead |",
-                  "|---|---:|---:|---:|"]
-        for c, field, x, higher_better in misses:
-            pr = paired_ratios(summ, c.key, "sefer", "mimalloc", field)
-            ahead = sum(1 for v in pr if (v > 1.0 if higher_better else v < 1.0))
+        lines += ["Rows that miss their target, with the interval of their paired ratios "
+                  "(each run of sefer over the peer's run next to it: min-max, and the "
+                  "quartiles) and the verdict of its table: where the interval "
+                  "reaches the bound, the miss is within this machine's noise.", "",
+                  "| row | against | ratio | paired ratios: min-max (quartiles) | verdict |",
+                  "|---|---|---:|---:|---|"]
+        seen = set()
+        for c, field, x, p, hb in misses:
+            if (c.key, p, field) in seen:
+                continue
+            seen.add((c.key, p, field))
+            pr = paired_ratios(summ, c.key, "sefer", p, field)
+            word = verdict(summ, c.key, "sefer", p, field, hb)[0]
             if pr:
                 q1, q3 = quartiles(pr)
-                spread = "%.3f-%.3f (%.2f-%.2f)" % (q1, q3, min(pr), max(pr))
-                won = "%d of %d" % (ahead, len(pr))
+                spread = "%.3f-%.3f (%.2f-%.2f)" % (min(pr), max(pr), q1, q3)
             else:
-                spread, won = "not paired", "-"
-            lines.append("| %s%s | %.3f | %s | %s |" % (
-                c.label(), " (RSS)" if field == "rss" else "", x, spread, won))
+                spread = "not paired"
+            lines.append("| %s%s | %s | %.3f | %s | %s |" % (
+                c.label(), " (RSS)" if field == "rss" else "", p, x, spread, word or "-"))
         lines.append("")
-    got = [(c, ratio(summ, c.key, "sefer", "mimalloc", "median")) for c in later]
-    got = [(c, x) for c, x in got if x is not None]
-    if got:
-        lines += ["Rows added after these targets were set (in no throughput target; "
-                  "Documentation/benchmarks.rst): " +
-                  ", ".join("%s %.3f" % (c.label(), x) for c, x in got) + ".", ""]
     return lines
 
 
@@ -310,39 +454,66 @@ def machine_info():
 
 
 def write_md(path, configs, allocs, missing, summ, meta):
+    names = [a.name for a in allocs]
     micro = [c for c in configs if c.section == "micro"]
+    small = small_rows(configs)
+    large = [c for c in micro if c not in small]
     real = [c for c in configs if c.section == "real"]
-    refs = " / ".join(r for r in ("mimalloc", "glibc") if r in [a.name for a in allocs])
+    refs = " / ".join(r for r in ("mimalloc", "glibc") if r in names)
     lines = ["# sefer benchmark results", ""]
     lines += ["- %s: %s" % kv for kv in meta]
     lines.append("- allocators: " + ", ".join(
         "%s (%s)" % (a.name, a.version or "?") for a in allocs))
     for n, why in missing:
-        lines.append("- **missing: %s** - %s" % (n, why))
+        lines.append("- **MISSING: %s** - %s" % (n, why))
+    counts = verdict_counts(configs, names, summ)
+    if counts:
+        lines.append("- sefer against the best peer of each row: " + "; ".join(
+            "%s %s" % (t, ", ".join("%d %s" % (counts[(t, w)], w)
+                                    for w in ("win", "parity", "loss") if (t, w) in counts))
+            for t in ("throughput", "time", "peak RSS")
+            if any(k[0] == t for k in counts)))
     lines.append("")
-    lines.append("Each cell: median over the repetitions, then in parentheses "
-                 "the ratio to %s: the median of the paired ratios, each run divided "
-                 "by the reference's run of the same turn (run next to it), so that "
-                 "the machine's drifts between repetitions cancel; it can differ from "
-                 "the ratio of the two medians. The geometric-mean row is the geometric "
-                 "mean of those ratios over the rows of the table." % refs)
-    lines.append("")
-    if micro:
-        lines += md_table(
-            "Throughput (allocator calls per second; higher is better)",
-            "Ratio = this allocator / reference: above 1.00 is faster.",
-            micro, allocs, summ, "median", fmt_value, True)
+    lines += targets_section(configs, names, summ)
+    lines += ["## Tables", "",
+              "Each cell: median over the repetitions, then in parentheses the ratio to %s: "
+              "the median of the paired ratios, each run divided by the reference's run of "
+              "the same turn (run next to it), so that the machine's drifts between "
+              "repetitions cancel; it can differ from the ratio of the two medians. **best** "
+              "names the allocator with the best median of the row. **sefer vs best peer**: "
+              "the verdict, the median paired ratio sefer/peer, the interval of the paired "
+              "ratios (min-max), and the peer that sefer compares "
+              "worst against. The verdict is parity when that interval includes 1.00 or the "
+              "ratio lies within 1 +- %.2f (throughput, time) or 1 +- %.2f (peak RSS), the "
+              "noise band of Documentation/benchmarks.rst; else win or loss. The "
+              "geometric-mean row is the geometric mean of the ratios over the rows of the "
+              "table. Rows of 1 MiB blocks and up are apart, under Large blocks: they are in "
+              "no headline geometric mean." % (refs, NOISE_BAND["median"], NOISE_BAND["rss"]),
+              ""]
+    def figure_and_rss(what, rows, figure, rss_note=""):
+        """Two tables of rows: their figure (throughput, or the real programs' seconds) and
+        their peak RSS."""
+        micro_rows = rows[0].section == "micro"
+        return md_table(
+            "%s: %s" % (what, figure),
+            "Ratio = this allocator / reference: %s 1.00 is faster." % (
+                "above" if micro_rows else "below"),
+            rows, allocs, summ, "median", fmt_value, micro_rows) + md_table(
+            "%s: peak RSS (MiB, VmHWM of the process; lower is better)" % what,
+            "Ratio = this allocator / reference: below 1.00 uses less memory." + rss_note,
+            rows, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
+
+    calls = "throughput (allocator calls per second; higher is better)"
+    if small:
+        lines += figure_and_rss("Small-object rows", small, calls)
     if real:
-        lines += md_table(
-            "Real programs (wall seconds; lower is better)",
-            "Ratio = this allocator / reference: below 1.00 is faster.",
-            real, allocs, summ, "median", fmt_value, False)
-    lines += md_table(
-        "Peak RSS (MiB, VmHWM / ru_maxrss of the process; lower is better)",
-        "Ratio = this allocator / reference: below 1.00 uses less memory. "
-        "For redis it is the server's peak.",
-        configs, allocs, summ, "rss", lambda c, v: fmt_rss(v), False)
-    lines += targets_section(configs, summ)
+        lines += figure_and_rss("Real programs", real, "wall seconds (lower is better)",
+                                " For redis it is the server's peak.")
+    if large:
+        lines += ["## Large blocks (1 MiB and up)", "",
+                  "Apart from the headline: a cached block against an mmap/munmap pair "
+                  "differs by orders of magnitude, which would swamp any geometric mean.", ""]
+        lines += figure_and_rss("Large blocks", large, calls)
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
         f.write(text)
@@ -396,9 +567,13 @@ def csv_summary(r):
 
 
 def load_csv(path):
-    """latest.csv -> (allocator names in ORDER, row keys in order, lookup)."""
+    """latest.csv -> (allocator names in ORDER, then the others in the order of the file; row
+    keys in order; lookup)."""
     rows = list(csv.DictReader(open(path)))
-    names = [n for n in ORDER if any(r["allocator"] == n for r in rows)]
+    seen = list(dict.fromkeys(r["allocator"] for r in rows))
+    names = [n for n in ORDER if n in seen]
+    names[1:1] = [n for n in seen if n not in ORDER and not is_peer(n)]  # sefer's builds
+    names += [n for n in seen if n not in names]
     keys = []
     for r in rows:
         k = (r["section"], r["bench"], r["param"], r["threads"], r["pin"])
@@ -409,6 +584,58 @@ def load_csv(path):
     return names, keys, by
 
 
+class CsvRow:
+    """A row of a latest.csv, with what the reports read of a bench/run.py Config."""
+
+    def __init__(self, k):
+        self.key = k
+        self.section, self.bench, self.param = k[0], k[1], k[2]
+        self.threads, self.pin = int(k[3]), int(k[4])
+
+    def label(self):
+        return key_label(self.key)
+
+
+def load_summary(path):
+    """latest.csv -> (names, [CsvRow], summ): what write_md reads, from the file."""
+    names, keys, by = load_csv(path)
+    summ = {(k, n): csv_summary(by[k + (n,)]) for k in keys for n in names if k + (n,) in by}
+    return names, [CsvRow(k) for k in keys], summ
+
+
+def verdicts(path):
+    """A latest.csv's verdicts: {what: word}, what a row's "label: throughput|time|peak RSS"
+    (sefer against the row's best peer) or "target: ..." (PASS, FAIL or not evaluated)."""
+    names, rows, summ = load_summary(path)
+    out = {}
+    for c in rows:
+        for field, hb, what in (("median", c.section == "micro",
+                                 "throughput" if c.section == "micro" else "time"),
+                                ("rss", False, "peak RSS")):
+            v = row_verdict(summ, c.key, names, field, hb)
+            if v:
+                out["%s: %s" % (c.label(), what)] = v[0]
+    for t, _, st, _ in evaluate_targets(rows, names, summ):
+        out["target: " + t] = st
+    return out
+
+
+def compare_verdicts(a, b):
+    """Print how two latest.csv files' verdicts differ; return (same, differing, only in
+    one)."""
+    va, vb = verdicts(a), verdicts(b)
+    both = [k for k in va if k in vb]
+    diff = [k for k in both if va[k] != vb[k]]
+    lone = [k for k in va if k not in vb] + [k for k in vb if k not in va]
+    for k in diff:
+        print("differs: %s: %s / %s" % (k, va[k], vb[k]))
+    for k in lone:
+        print("in one run only: %s" % k)
+    print("verdicts: %d the same, %d differ, %d in one run only" % (
+        len(both) - len(diff), len(diff), len(lone)))
+    return len(both) - len(diff), len(diff), len(lone)
+
+
 def key_label(k):
     if k[0] == "real":
         return "%s %s" % (k[1], k[2])
@@ -417,59 +644,52 @@ def key_label(k):
 
 def summary_tables(path):
     """The tables of rst_summary/md_summary: [(title, rows)], rows[0] the
-    header, from a latest.csv."""
-    names, keys, by = load_csv(path)
+    header, from a latest.csv: small-object rows, real programs and large blocks apart."""
+    names, rows, summ = load_summary(path)
+    refs = [r for r in ("mimalloc", "glibc") if r in names and "sefer" in names]
 
-    def cell(k, n, field):
-        r = by.get(k + (n,))
-        if not r:
+    def cell(c, n, field):
+        s = summ.get((c.key, n))
+        if not s:
             return "-"
-        if r["status"] != "ok":
+        if s["err"]:
             return "FAIL"
-        v = float(r[field]) if r[field] else None
-        if v is None:
+        if s.get(field) is None:
             return "?"
-        if field == "peak_rss_kb":
-            return fmt_rss(v)
-        return fmt_rate(v) if k[0] == "micro" else "%.3fs" % v
+        if field == "rss":
+            return fmt_rss(s[field])
+        return fmt_rate(s[field]) if c.section == "micro" else "%.3fs" % s[field]
 
-    def ratio_cell(k, field):
-        r = by.get(k + ("sefer",))
-        return ("%.2f" % float(r[field])) if r and r.get(field) else "-"
+    def r_cell(c, ref, field):
+        x = ratio(summ, c.key, "sefer", ref, field)
+        return "%.2f" % x if x is not None else "-"
 
-    def gm_cells(ks, rf):
-        return ["%.2f" % g if g else "-" for g in
-                (geomean([float(ratio_cell(k, f)) for k in ks
-                          if ratio_cell(k, f) != "-"]) for f in rf)]
-
-    hdr = ["benchmark"] + names + ["sefer/mimalloc", "sefer/glibc"]
+    small = small_rows(rows)
+    large = [c for c in rows if c.section == "micro" and c not in small]
+    real = [c for c in rows if c.section == "real"]
+    hdr = ["benchmark"] + names + ["sefer/%s" % r for r in refs] + ["best", "sefer vs best"]
     out = []
-    for title, sect, field, rf in (
-            ("Throughput, allocator calls/s (higher is better)", "micro",
-             "median", ("ratio_mimalloc", "ratio_glibc")),
-            ("Real programs, wall seconds (lower is better)", "real",
-             "median", ("ratio_mimalloc", "ratio_glibc")),
-            ("Peak RSS, MiB (lower is better)", None, "peak_rss_kb",
-             ("rss_ratio_mimalloc", "rss_ratio_glibc"))):
-        ks = [k for k in keys if sect is None or k[0] == sect]
-        if not ks:
+    for title, rs, field, hb in (
+            ("Throughput, small-object rows, allocator calls/s (higher is better)", small,
+             "median", True),
+            ("Real programs, wall seconds (lower is better)", real, "median", False),
+            ("Peak RSS, small-object rows, MiB (lower is better)", small, "rss", False),
+            ("Peak RSS, real programs, MiB (lower is better)", real, "rss", False),
+            ("Large blocks, throughput, allocator calls/s (higher is better)", large,
+             "median", True),
+            ("Large blocks, peak RSS, MiB (lower is better)", large, "rss", False)):
+        if not rs:
             continue
         table = [hdr]
-        for k in ks:
-            table.append([key_label(k)] + [cell(k, n, field) for n in names] +
-                         [ratio_cell(k, rf[0]), ratio_cell(k, rf[1])])
-        table.append(["geometric mean"] + [""] * len(names) + gm_cells(ks, rf))
-        small = [k for k in ks if k[0] == "micro" and not is_large(k[1], k[2])]
-        large = [k for k in ks if k[0] == "micro" and is_large(k[1], k[2])]
-        if field == "median" and small and large:
-            table.append(["geometric mean without large"] + [""] * len(names) +
-                         gm_cells(small, rf))
-        if field == "peak_rss_kb" and small and len(small) != len(ks):
-            table.append(["geometric mean, small-object rows"] + [""] * len(names) +
-                         gm_cells(small, rf))
-        if field == "peak_rss_kb" and large and len(large) != len(ks):
-            table.append(["geometric mean, large-object rows"] + [""] * len(names) +
-                         gm_cells(large, rf))
+        for c in rs:
+            v = row_verdict(summ, c.key, names, field, hb)
+            table.append([c.label()] + [cell(c, n, field) for n in names] +
+                         [r_cell(c, r, field) for r in refs] +
+                         [best_name(summ, c.key, names, field, hb) or "-",
+                          "%s %.2f" % (v[0], v[2]) if v else "-"])
+        gms = [geomean([ratio(summ, c.key, "sefer", r, field) for c in rs]) for r in refs]
+        table.append(["geometric mean"] + [""] * len(names) +
+                     ["%.2f" % g if g else "-" for g in gms] + ["", ""])
         out.append((title, table))
     return out
 
@@ -512,8 +732,7 @@ def md_summary(path, full=False):
     small = [k for k in micro if not is_large(k[1], k[2])]
     large = [k for k in micro if is_large(k[1], k[2])]
     groups = [
-        ("throughput, all micro rows (higher is better)", micro, "median"),
-        ("throughput, small-object rows", small, "median"),
+        ("throughput, small-object rows (higher is better)", small, "median"),
         ("throughput, large-object rows", large, "median"),
         ("real programs, wall time (lower is better)", real, "median"),
         ("peak RSS, small-object rows (lower is better)", small, "rss"),
@@ -527,6 +746,12 @@ def md_summary(path, full=False):
         if ks:
             print("| %s (%d rows) | %s |" % (label, len(ks), " | ".join(
                 gm(ks, field, p) for p in peers)))
+    names_, rows, summ_ = load_summary(path)
+    print()
+    print("| target (issue 44) | this run | status |")
+    print("|---|---|:---:|")
+    for t, fig, st, _ in evaluate_targets(rows, names_, summ_):
+        print("| %s | %s | %s |" % (t, fig, st))
     if not full:
         return
     for title, table in summary_tables(path):

@@ -3,9 +3,11 @@
 """The ratio rules of bench/report.py (the runner's results) on made-up runs: a ratio to a peer
 is the median of the paired ratios (each run over the peer's run of the same turn), not the
 ratio of two medians; latest.csv keeps the runs so that the summaries read back from it pair
-the same way; a CSV written before it kept them falls back to the ratio of the medians; QUICK
-runs the rows held to parity three times per repetition; RSS cells are in MiB; single-thread
-runs share one CPU. Run by make check-bench-harness; prints one line, exits 1 on a mismatch."""
+the same way; a CSV written before it kept them falls back to the ratio of the medians; which
+rows QUICK and the full mode run; RSS cells are in MiB; single-thread runs share one CPU; and
+issue 44's rules: the best column, the parity verdict, a missing optional peer, the headline
+geometric means without the large-block rows, the targets, two runs' verdicts compared. Run by
+make check-bench-harness; prints one line, exits 1 on a mismatch."""
 import csv
 import os
 import sys
@@ -71,17 +73,24 @@ with tempfile.TemporaryDirectory() as d:
            report.ratio(old, cfg.key, "sefer", "mimalloc", "median"),
            sorted(a)[2] / sorted(b)[2])
 
-# Run counts: QUICK runs the rows held to parity and bulk (and the real programs) 3 times per
-# repetition, every other row once; the full mode runs each row once.
+# Rows: every row runs once per repetition; QUICK has issue 44's rows (tgstress at four threads per
+# CPU, xfer at 1:1 on 2 threads and 1:3 on 4, 64 B and mixed; the large loop at 4, 16, 32 MiB)
+# and leaves the 64 MiB loop, largewin, bursts and the other full-only rows to the full mode.
 for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
-    for c in run.micro_configs("/nonexistent", [1, 2], mode, False, None):
-        want = run.RERUNS_QUICK if mode == run.QUICK and c.bench in run.RERUN_ROWS else 1
-        if c.runs_per_rep != want:
-            failures.append("%s: %s runs %d times per repetition, want %d"
-                            % (name, c.label(), c.runs_per_rep, want))
-if set(run.RERUN_ROWS) != (set(report.NEW_WORKLOADS) - {"largewin"}) | {"bulk"}:
-    failures.append("the rows run 3 times %s are not the new workloads but largewin, and bulk"
-                    % (run.RERUN_ROWS,))
+    cs = run.micro_configs("/nonexistent", [1, 2, 4], mode, mode == run.FULL, None)
+    labels = {c.label() for c in cs}
+    for c in cs:
+        if c.runs_per_rep != 1:
+            failures.append("%s: %s runs %d times per repetition" % (name, c.label(),
+                                                                     c.runs_per_rep))
+    want = {"tgstress 50gen t=%d" % (4 * (os.cpu_count() or 1)), "xfer 64B-1to1 t=2",
+            "xfer 64B-1to3 t=4", "xfer mixed-1to1 t=2", "xfer mixed-1to3 t=4",
+            "large 4M t=1", "large 16M t=2", "large 32M t=4"}
+    if not want <= labels:
+        failures.append("%s lacks rows %s" % (name, sorted(want - labels)))
+    full_only = {"large 64M t=1", "largewin 20x5..25M t=1", "bursts 100ms t=1"}
+    if (mode == run.QUICK) == bool(full_only & labels):
+        failures.append("%s: the full-only rows %s" % (name, sorted(full_only & labels)))
 
 # Single-thread runs: the CPU with the best median calibration rate (not the best single run);
 # one-thread micro rows and python3/sqlite3 on it, multi-thread rows anywhere (redis below).
@@ -118,10 +127,169 @@ for kb, want in ((1843, "1.8"), (1048575, "1024.0"), (1352704, "1321"), (None, "
     if report.fmt_rss(kb) != want:
         failures.append("fmt_rss(%s) is %r, want %r" % (kb, report.fmt_rss(kb), want))
 
+# ---- issue 44's rules on made-up runs: five allocators, four turns per row.
+ALL5 = ("sefer", "glibc", "mimalloc", "mimalloc3", "snmalloc")
+
+
+def made_up(rows, names=ALL5):
+    """rows: [(Config, {alloc: (values per turn, rss KiB)})] -> (configs, allocs, summ)."""
+    allocs = [run.Alloc(n, None, "", "") for n in names]
+    runs_ = {}
+    for c, by in rows:
+        for n in names:
+            if n in by:
+                vals, rss = by[n]
+                runs_[(c.key, n)] = outcomes(vals, [rss] * len(vals))
+    cfgs = [c for c, _ in rows]
+    return cfgs, allocs, report.summarise(cfgs, allocs, runs_)
+
+
+def mc(bench, param, t):
+    return run.Config("micro", bench, param, t, 0, [])
+
+
+base = {"glibc": ([50] * 4, 2000), "mimalloc": ([90, 91, 89, 90], 3000),
+        "mimalloc3": ([100] * 4, 4000)}
+steady1 = mc("steady", "256live", 1)     # snmalloc fastest: a clear loss
+bulk1 = mc("bulk", "16B", 1)             # median 1.43, but the pairs' interval holds 1.00: parity
+bulk2 = mc("bulk", "16B", 2)             # every pair 1.02-1.04: excludes 1.00, inside the band
+xfer2 = mc("xfer", "64B-1to1", 2)        # a clear win
+large16 = mc("large", "16M", 1)          # 5000x glibc: in no headline mean
+large4 = mc("large", "4M", 1)            # slower than glibc
+rows = [
+    (steady1, dict(base, sefer=([100, 102, 98, 101], 1000), snmalloc=([160, 159, 161, 160],
+                                                                     1500))),
+    (bulk1, dict(base, sefer=([100] * 4, 1000), snmalloc=([66, 69, 105, 71], 1500),
+                 mimalloc=([50] * 4, 3000), mimalloc3=([50] * 4, 4000))),
+    (bulk2, dict(base, sefer=([102, 103, 104, 103], 1000), snmalloc=([100] * 4, 1500))),
+    (xfer2, dict(base, sefer=([150] * 4, 1000), snmalloc=([100] * 4, 1500))),
+    (large16, dict(base, sefer=([5e6] * 4, 9000), snmalloc=([1e6] * 4, 9000),
+                   glibc=([1e3] * 4, 9000))),
+    (large4, dict(base, sefer=([600] * 4, 9000), snmalloc=([1e3] * 4, 9000),
+                  glibc=([1e3] * 4, 9000))),
+]
+cfgs, allocs, summ = made_up(rows)
+names = list(ALL5)
+if report.best_name(summ, steady1.key, names, "median", True) != "snmalloc":
+    failures.append("best of steady is %s, want snmalloc"
+                    % report.best_name(summ, steady1.key, names, "median", True))
+if report.best_name(summ, steady1.key, names, "rss", False) != "sefer":
+    failures.append("leanest of steady is not sefer")
+if max(report.NOISE_BAND.values()) >= 0.3:
+    failures.append("the made-up rows below assume noise bands under 0.30")
+for c, want in ((steady1, "loss"), (bulk1, "parity"), (bulk2, "parity"), (xfer2, "win"),
+                (large4, "loss")):
+    v = report.row_verdict(summ, c.key, names, "median", True)
+    if not v or v[0] != want:
+        failures.append("%s reads %s, want %s" % (c.label(), v, want))
+if report.row_verdict(summ, bulk2.key, names, "median", True)[3] <= 1.0:
+    failures.append("bulk 16B t=2's interval should lie above 1.00 (parity by the band only)")
+
+with tempfile.TemporaryDirectory() as d:
+    md = report.write_md(os.path.join(d, "latest.md"), cfgs, allocs,
+                         [("snmalloc2", "made-up reason")], summ, [])
+    sections = {sec.split("\n", 1)[0]: sec for sec in md.split("### ")[1:]}
+    thr = next((v for k, v in sections.items() if k.startswith("Small-object rows: thr")), "")
+    lrg = next((v for k, v in sections.items() if k.startswith("Large blocks: thr")), "")
+    line = next((ln for ln in thr.splitlines() if ln.startswith("| steady 256live t=1 |")), "")
+    if line.split(" | ")[-2:-1] != ["snmalloc"]:
+        failures.append("the best column of steady reads %r" % line)
+    if "large 16M" in thr or "large 16M t=1" not in lrg:
+        failures.append("the large rows are not apart from the small-object table")
+    gm_line = next((ln for ln in thr.splitlines() if "geometric mean" in ln), "")
+    small = [c for c in cfgs if c.bench != "large"]
+    want = report.geomean([report.ratio(summ, c.key, "sefer", "glibc", "median")
+                           for c in small])
+    if "/ %.2f)**" % want not in gm_line.split(" | ")[1]:
+        failures.append("the headline geometric mean %r is not the small rows' %.2f"
+                        % (gm_line.split(" | ")[1], want))
+    if "MISSING: snmalloc2" not in md:
+        failures.append("a missing peer is not named in latest.md")
+
+    # Targets: all five allocators, then without snmalloc.
+    res = report.evaluate_targets(cfgs, names, summ)
+
+    def status(prefix):
+        return next((st for t, _, st, _ in res if t.startswith(prefix)), None)
+    g_sn = report.geomean([report.ratio(summ, c.key, "sefer", "snmalloc", "median")
+                           for c in small])
+    for prefix, want in (("every small-object row", "FAIL"),
+                         ("small-object throughput geometric mean >= 1.05x snmalloc",
+                          "PASS" if g_sn >= 1.05 else "FAIL"),
+                         ("tgstress and xfer", "PASS"), ("peak-RSS geometric mean", "PASS"),
+                         ("large loop", "FAIL")):
+        if status(prefix) != want:
+            failures.append("target %r: %s, want %s" % (prefix, status(prefix), want))
+    turns = report.turn_geomeans(summ, small, "sefer", "snmalloc", "median")
+    want = [report.geomean([summ[(c.key, "sefer")]["turns"]["median"][i] /
+                            summ[(c.key, "snmalloc")]["turns"]["median"][i] for c in small])
+            for i in range(4)]
+    if len(turns) != 4 or any(abs(x - y) > 1e-9 for x, y in zip(turns, want)):
+        failures.append("geometric means by repetition %s, want %s" % (turns, want))
+    if not (status("default build") or "").startswith("not evaluated"):
+        failures.append("the second-build target is evaluated without a second build")
+    no_sn = [n for n in names if n != "snmalloc"]
+    for t, fig, st, _ in report.evaluate_targets(cfgs, no_sn, summ):
+        needs = "snmalloc" in t or "best peer" in t or "leanest" in t
+        if needs and st != "not evaluated (snmalloc missing)":
+            failures.append("without snmalloc, %r reads %s" % (t, st))
+
+    # Two runs' verdicts: the same file twice, then with xfer's win gone.
+    a_csv, b_csv = os.path.join(d, "a.csv"), os.path.join(d, "b.csv")
+    report.write_csv(a_csv, cfgs, allocs, summ)
+    import contextlib
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):
+        same = report.compare_verdicts(a_csv, a_csv)
+    if same[1] or same[2] or not same[0]:
+        failures.append("a run compared with itself: %s" % (same,))
+    rows[3] = (xfer2, dict(base, sefer=([60] * 4, 1000), snmalloc=([100] * 4, 1500)))
+    cfgs2, allocs2, summ2 = made_up(rows)
+    report.write_csv(b_csv, cfgs2, allocs2, summ2)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        diff = report.compare_verdicts(a_csv, b_csv)
+    if diff[1] < 2 or "xfer 64B-1to1 t=2: throughput: win / loss" not in out.getvalue() or \
+            "target: tgstress and xfer >= 1.00x the best peer's throughput: PASS / FAIL" \
+            not in out.getvalue():
+        failures.append("xfer's flip (and its target) not reported: %s %r"
+                        % (diff, out.getvalue()))
+
+    # Optional peers: a file that is not there, one whose malloc is not its own, one that is.
+    fake_bin = os.path.join(d, "bin")
+    os.makedirs(fake_bin)
+    open(os.path.join(fake_bin, "steady"), "w").close()
+    shared = os.path.join(d, "peers")
+    os.makedirs(shared)
+    open(os.path.join(shared, "libmimalloc3.so"), "w").close()
+    saved = run.SHARED_PEERS_DIR, run.spawn_wait
+    run.SHARED_PEERS_DIR = shared
+    owner = ["libc.so.6"]
+    run.spawn_wait = lambda argv, env, timeout, **kw: (
+        0, 0.01, 1000, "RESULT bench=steady malloc=%s\n" % owner[0], "")
+    try:
+        found, missing = run.discover(None, ["mimalloc3", "snmalloc"], fake_bin,
+                                      {"snmalloc": os.path.join(d, "none", "libsn.so")})
+        why = dict(missing)
+        if found or "not found" not in why.get("snmalloc", "") or \
+                "does not resolve" not in why.get("mimalloc3", ""):
+            failures.append("optional peers: found %s, missing %s"
+                            % ([a.name for a in found], missing))
+        owner[0] = "libmimalloc3.so"
+        found, missing = run.discover(None, ["mimalloc3"], fake_bin, {})
+        if [a.name for a in found] != ["mimalloc3"] or missing:
+            failures.append("a loading mimalloc3 is not found: %s" % missing)
+    finally:
+        run.SHARED_PEERS_DIR, run.spawn_wait = saved
+
+if run.parse_peer_specs(["mi3=/a/libmimalloc3.so,sn=/b/libsnmalloc.so"]) != {
+        "mimalloc3": "/a/libmimalloc3.so", "snmalloc": "/b/libsnmalloc.so"}:
+    failures.append("PEERS=mi3=...,sn=... is not parsed into mimalloc3 and snmalloc")
+
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
     for f in failures:
         print("  " + f)
     sys.exit(1)
-print("bench harness: ratio rules hold (paired median %.3f, ratio of medians %.3f)"
+print("bench harness: ratio, verdict, peer and target rules hold (paired median %.3f, ratio of medians %.3f)"
       % (paired, sorted(a)[2] / sorted(b)[2]))
