@@ -38,7 +38,12 @@
  *    while the program does not grow it further;
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
  *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
- *    clock is read only while bytes > headroom, so the common case costs no clock call;
+ *    clock is read only while bytes > headroom, so the common case costs no clock call. A
+ *    free into an empty cache that takes it over the headroom does not read it either: the
+ *    cache's next call (alloc, free, collect) starts the clock (DECAY_PENDING), and an alloc
+ *    decays after its hit, on what stays cached. So a thread that frees a block larger than
+ *    the headroom and asks for it again reads no clock; a single segment left cached so
+ *    outlives its free by the time to the next call plus 100 ms, the one difference;
  *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
  *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
  *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
@@ -68,6 +73,7 @@
 #define DECAY_STEP_MS 100
 #define DECAY_KEEP_16 64849 /* 0.9^(1/10) * 65536: 10% per second in 100 ms steps */
 #define DECAY_MAX_STEPS 600 /* a minute: the excess is gone */
+#define DECAY_PENDING UINT64_MAX /* decay_ms: the clock starts at the cache's next call */
 #define LIVE_SHARE 64	    /* the caches may hold 1/64 of the live large bytes beyond headroom */
 #define REGROW_ROOM 4	    /* large_regrow hands out at most 4 times the request */
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
@@ -135,7 +141,7 @@ static size_t cached_view(const struct large_cache_heap *c)
 	return sefer__large_cache_published() + c->unpublished;
 }
 
-static void unlink_seg(struct large_cache_heap *c, struct segment *s)
+static always_inline void unlink_seg(struct large_cache_heap *c, struct segment *s)
 {
 	if (!s->next && c->unpublished) /* the tail, never published */
 		c->unpublished = 0;
@@ -154,7 +160,7 @@ static void unlink_seg(struct large_cache_heap *c, struct segment *s)
 	c->count--;
 }
 
-static void append(struct large_cache_heap *c, struct segment *s)
+static always_inline void append(struct large_cache_heap *c, struct segment *s)
 {
 	s->next = NULL;
 	s->prev = c->tail;
@@ -189,17 +195,13 @@ static uint64_t shrink(uint64_t excess, uint64_t steps)
 	return excess;
 }
 
-/* Lazy decay of the bytes above headroom (see the invariants). */
-static void decay(struct large_cache_heap *c)
+/* decay() over the headroom: reads the clock. */
+static noinline void decay_over(struct large_cache_heap *c)
 {
 	uint64_t headroom = sefer__large_cache_opt.headroom, now, steps;
 
-	if (c->bytes <= headroom) {
-		c->decay_ms = 0;
-		return;
-	}
 	now = now_ms();
-	if (!c->decay_ms || now < c->decay_ms) {
+	if (!c->decay_ms || now < c->decay_ms) { /* DECAY_PENDING included */
 		c->decay_ms = now ? now : 1;
 		return;
 	}
@@ -214,6 +216,15 @@ static void decay(struct large_cache_heap *c)
 		evict_oldest(c);
 	if (c->bytes <= headroom)
 		c->decay_ms = 0;
+}
+
+/* Lazy decay of the bytes above headroom (see the invariants). */
+static always_inline void decay(struct large_cache_heap *c)
+{
+	if (c->bytes <= sefer__large_cache_opt.headroom)
+		c->decay_ms = 0;
+	else
+		decay_over(c);
 }
 
 /* Another thread frees s, which `owner` allocated: push it on owner's inbox. */
@@ -239,15 +250,12 @@ refused:
 	return false;
 }
 
-/* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
-static void take_handoffs(struct heap *h)
+/* take_handoffs() with something in the inbox, s its head. */
+static noinline void take_inbox(struct heap *h, struct segment *s)
 {
 	struct large_cache_remote *r = &h->policy_remote.large_cache;
 	struct large_cache_heap *c = &h->policy.large_cache;
-	struct segment *s = atomic_load_explicit(&r->inbox, memory_order_relaxed);
 
-	if (!s)
-		return;
 	if (s == LC_INBOX_CLOSED) {	/* only the owner changes a closed inbox */
 		atomic_store_explicit(&r->inbox, NULL, memory_order_relaxed);
 		return;
@@ -263,6 +271,16 @@ static void take_handoffs(struct heap *h)
 	}
 	while (c->bytes > sefer__large_cache_opt.budget)
 		evict_oldest(c);
+}
+
+/* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
+static always_inline void take_handoffs(struct heap *h)
+{
+	struct segment *s =
+		atomic_load_explicit(&h->policy_remote.large_cache.inbox, memory_order_relaxed);
+
+	if (s)
+		take_inbox(h, s);
 }
 
 /*
@@ -356,8 +374,10 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 		c->misses++; /* a request the cache could not serve, empty or not */
 		return NULL;
 	}
-	decay(c);
-	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
+	/* Newest first: its pages are the most likely to be warm in the caches and TLB. The
+	 * decay runs after a hit, on what stays: a segment handed out is no longer cached, and
+	 * a cache emptied by the hit reads no clock (a loop that frees and re-asks for one
+	 * block larger than the headroom). */
 	for (struct segment *s = c->tail; s; s = s->prev) {
 		size_t usable = large_room(s, off);
 
@@ -368,8 +388,10 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 			continue;
 		unlink_seg(c, s); /* *dirty stays: the whole block */
 		c->hits++;
+		decay(c);
 		return s;
 	}
+	decay(c);
 	/* none fits as it is: move one's pages into a segment of the right size (on Linux) */
 	struct segment *resized = resize_one(c, size, align, dirty);
 
@@ -434,7 +456,10 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 		evict_oldest(c);
 	while (c->count > 1 && cached_view(c) > cache_cap())
 		evict_oldest(c);
-	decay(c);
+	if (c->count == 1 && !c->decay_ms && c->bytes > sefer__large_cache_opt.headroom)
+		c->decay_ms = DECAY_PENDING; /* the next call starts the clock (invariants) */
+	else
+		decay(c);
 	return true;
 }
 
