@@ -364,7 +364,31 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	return r;
 }
 
-struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
+/*
+ * Take cached segment s for a request of size bytes at block offset off if it fits as it is
+ * (fits_as_is) and its block can be placed: off the list, counted as a hit. The caller then
+ * runs the decay on what stays: a segment handed out is no longer cached, and a cache emptied
+ * by the hit reads no clock (a loop that frees and re-asks for one block larger than the
+ * headroom).
+ */
+static always_inline bool take_if_fits(struct large_cache_heap *c, struct segment *s, size_t size,
+				       size_t off)
+{
+	size_t usable = large_room(s, off);
+
+	if (!usable || !fits_as_is(usable, size, off))
+		return false;
+	/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
+	if (!large_place(s, off, size))
+		return false;
+	unlink_seg(c, s); /* *dirty stays: the whole block */
+	c->hits++;
+	return true;
+}
+
+/* large_cache_alloc() past its common case: the inbox taken, every segment tried. */
+static noinline struct segment *alloc_search(struct heap *h, size_t size, size_t align,
+					     size_t *dirty)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
@@ -374,22 +398,12 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 		c->misses++; /* a request the cache could not serve, empty or not */
 		return NULL;
 	}
-	/* Newest first: its pages are the most likely to be warm in the caches and TLB. The
-	 * decay runs after a hit, on what stays: a segment handed out is no longer cached, and
-	 * a cache emptied by the hit reads no clock (a loop that frees and re-asks for one
-	 * block larger than the headroom). */
+	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
 	for (struct segment *s = c->tail; s; s = s->prev) {
-		size_t usable = large_room(s, off);
-
-		if (!usable || !fits_as_is(usable, size, off))
-			continue;
-		/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
-		if (!large_place(s, off, size))
-			continue;
-		unlink_seg(c, s); /* *dirty stays: the whole block */
-		c->hits++;
-		decay(c);
-		return s;
+		if (take_if_fits(c, s, size, off)) {
+			decay(c);
+			return s;
+		}
 	}
 	decay(c);
 	/* none fits as it is: move one's pages into a segment of the right size (on Linux) */
@@ -409,6 +423,33 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 		evict_oldest(c);
 	}
 	return NULL;
+}
+
+/* s, just taken from c, is handed out after the decay ran on what stays over the headroom. */
+static noinline struct segment *decay_and_hand_out(struct large_cache_heap *c, struct segment *s)
+{
+	decay_over(c);
+	return s;
+}
+
+/*
+ * The common case inline (nothing handed back, the newest segment fits as it is: a thread
+ * that frees a block and asks for one of its size again), with no call; the rest in
+ * alloc_search.
+ */
+struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+	struct segment *newest = c->tail;
+
+	if (unlikely(atomic_load_explicit(&h->policy_remote.large_cache.inbox,
+					  memory_order_relaxed)) ||
+	    !newest || !take_if_fits(c, newest, size, large_block_offset(align)))
+		return alloc_search(h, size, align, dirty);
+	if (c->bytes > sefer__large_cache_opt.headroom)
+		return decay_and_hand_out(c, newest);
+	c->decay_ms = 0;
+	return newest;
 }
 
 struct segment *sefer__large_cache_regrow(struct heap *h, size_t size)
@@ -439,6 +480,18 @@ struct segment *sefer__large_cache_regrow(struct heap *h, size_t size)
 	return best;
 }
 
+/* large_cache_free() of s, this heap's, into a cache that holds some already. */
+static noinline bool free_into_cache(struct large_cache_heap *c, struct segment *s)
+{
+	append(c, s);
+	while (c->bytes > sefer__large_cache_opt.budget)
+		evict_oldest(c);
+	while (c->count > 1 && cached_view(c) > cache_cap())
+		evict_oldest(c);
+	decay(c);
+	return true;
+}
+
 bool sefer__large_cache_free(struct heap *h, struct segment *s)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
@@ -447,19 +500,17 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 	if (atomic_load_explicit(&closed, memory_order_relaxed) ||
 	    s->size > sefer__large_cache_opt.budget)
 		return false;
-	if (owner != h && owner && owner != &sefer__heap_empty && hand_back(owner, s))
+	if (unlikely(owner != h) && owner && owner != &sefer__heap_empty && hand_back(owner, s))
 		return true;
 	if (h == &sefer__heap_empty || !h->segments.live)
 		return false;
+	if (c->count)
+		return free_into_cache(c, s);
+	/* The common case (a block freed after a hit emptied the cache): s alone, the newest, is
+	 * admitted whatever its size (s->size <= budget); over the headroom its excess starts
+	 * now, and the cache's next call reads the clock. */
 	append(c, s);
-	while (c->bytes > sefer__large_cache_opt.budget)
-		evict_oldest(c);
-	while (c->count > 1 && cached_view(c) > cache_cap())
-		evict_oldest(c);
-	if (c->count == 1 && !c->decay_ms && c->bytes > sefer__large_cache_opt.headroom)
-		c->decay_ms = DECAY_PENDING; /* the next call starts the clock (invariants) */
-	else
-		decay(c);
+	c->decay_ms = c->bytes > sefer__large_cache_opt.headroom ? DECAY_PENDING : 0;
 	return true;
 }
 
