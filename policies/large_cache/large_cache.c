@@ -73,11 +73,13 @@
 #define DECAY_STEP_MS 100
 #define DECAY_KEEP_16 64849 /* 0.9^(1/10) * 65536: 10% per second in 100 ms steps */
 #define DECAY_MAX_STEPS 600 /* a minute: the excess is gone */
-#define DECAY_PENDING UINT64_MAX /* decay_ms: the clock starts at the cache's next call */
 #define LIVE_SHARE 64	    /* the caches may hold 1/64 of the live large bytes beyond headroom */
 #define REGROW_ROOM 4	    /* large_regrow hands out at most 4 times the request */
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
 #define HIT_SLACK ((size_t)1 << 20) /* a hit over twice a request leaves at most 1 MiB unused */
+
+/* decay_ms of a cache over the headroom whose clock the next call starts (the invariants) */
+#define DECAY_PENDING UINT64_MAX
 
 SEFER_INTERNAL struct large_cache_options sefer__large_cache_opt;
 
