@@ -89,6 +89,8 @@ void *sefer__malloc_generic(size_t size, struct heap *heap, bool zero)
 
 		if (pg && pg->free)
 			return pop_block(heap, pg, zero, size);
+	} else if (likely(heap != &sefer__heap_empty)) {
+		return sefer__large_alloc(heap, size, 0, zero); /* malloc_slow's large case */
 	}
 	return sefer__malloc_slow(size, heap, zero);
 }

@@ -215,7 +215,6 @@ void sefer__inuse_sample(struct inuse *u)
 void sefer__inuse_grown(void)
 {
 	long long committed, last;
-	struct inuse u = {0};
 
 	if (!IS_ENABLED(CONFIG_STATS))
 		return;
@@ -239,5 +238,8 @@ void sefer__inuse_grown(void)
 						     committed, memory_order_relaxed,
 						     memory_order_relaxed))
 		return;
+
+	struct inuse u = {0}; /* cleared here, not on the early returns above */
+
 	sefer__inuse_sample(&u);
 }

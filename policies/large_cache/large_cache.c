@@ -38,7 +38,12 @@
  *    while the program does not grow it further;
  *  - decay: while bytes > headroom, every whole 100 ms since decay_ms shrinks the excess
  *    over headroom by 0.9^(1/10) (10% per second) and evicts oldest first down to it. The
- *    clock is read only while bytes > headroom, so the common case costs no clock call;
+ *    clock is read only while bytes > headroom, so the common case costs no clock call. A
+ *    free into an empty cache that takes it over the headroom does not read it either: the
+ *    cache's next call (alloc, free, collect) starts the clock (DECAY_PENDING), and an alloc
+ *    decays after its hit, on what stays cached. So a thread that frees a block larger than
+ *    the headroom and asks for it again reads no clock; a single segment left cached so
+ *    outlives its free by the time to the next call plus 100 ms, the one difference;
  *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
  *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
  *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
@@ -72,6 +77,9 @@
 #define REGROW_ROOM 4	    /* large_regrow hands out at most 4 times the request */
 #define SPARE_RATIO 16	    /* a segment over 16 times a request is not shrunk for it */
 #define HIT_SLACK ((size_t)1 << 20) /* a hit over twice a request leaves at most 1 MiB unused */
+
+/* decay_ms of a cache over the headroom whose clock the next call starts (the invariants) */
+#define DECAY_PENDING UINT64_MAX
 
 SEFER_INTERNAL struct large_cache_options sefer__large_cache_opt;
 
@@ -135,7 +143,7 @@ static size_t cached_view(const struct large_cache_heap *c)
 	return sefer__large_cache_published() + c->unpublished;
 }
 
-static void unlink_seg(struct large_cache_heap *c, struct segment *s)
+static always_inline void unlink_seg(struct large_cache_heap *c, struct segment *s)
 {
 	if (!s->next && c->unpublished) /* the tail, never published */
 		c->unpublished = 0;
@@ -154,7 +162,7 @@ static void unlink_seg(struct large_cache_heap *c, struct segment *s)
 	c->count--;
 }
 
-static void append(struct large_cache_heap *c, struct segment *s)
+static always_inline void append(struct large_cache_heap *c, struct segment *s)
 {
 	s->next = NULL;
 	s->prev = c->tail;
@@ -189,17 +197,13 @@ static uint64_t shrink(uint64_t excess, uint64_t steps)
 	return excess;
 }
 
-/* Lazy decay of the bytes above headroom (see the invariants). */
-static void decay(struct large_cache_heap *c)
+/* decay() over the headroom: reads the clock. */
+static noinline void decay_over(struct large_cache_heap *c)
 {
 	uint64_t headroom = sefer__large_cache_opt.headroom, now, steps;
 
-	if (c->bytes <= headroom) {
-		c->decay_ms = 0;
-		return;
-	}
 	now = now_ms();
-	if (!c->decay_ms || now < c->decay_ms) {
+	if (!c->decay_ms || now < c->decay_ms) { /* DECAY_PENDING included */
 		c->decay_ms = now ? now : 1;
 		return;
 	}
@@ -214,6 +218,15 @@ static void decay(struct large_cache_heap *c)
 		evict_oldest(c);
 	if (c->bytes <= headroom)
 		c->decay_ms = 0;
+}
+
+/* Lazy decay of the bytes above headroom (see the invariants). */
+static always_inline void decay(struct large_cache_heap *c)
+{
+	if (c->bytes <= sefer__large_cache_opt.headroom)
+		c->decay_ms = 0;
+	else
+		decay_over(c);
 }
 
 /* Another thread frees s, which `owner` allocated: push it on owner's inbox. */
@@ -239,15 +252,12 @@ refused:
 	return false;
 }
 
-/* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
-static void take_handoffs(struct heap *h)
+/* take_handoffs() with something in the inbox, s its head. */
+static noinline void take_inbox(struct heap *h, struct segment *s)
 {
 	struct large_cache_remote *r = &h->policy_remote.large_cache;
 	struct large_cache_heap *c = &h->policy.large_cache;
-	struct segment *s = atomic_load_explicit(&r->inbox, memory_order_relaxed);
 
-	if (!s)
-		return;
 	if (s == LC_INBOX_CLOSED) {	/* only the owner changes a closed inbox */
 		atomic_store_explicit(&r->inbox, NULL, memory_order_relaxed);
 		return;
@@ -263,6 +273,16 @@ static void take_handoffs(struct heap *h)
 	}
 	while (c->bytes > sefer__large_cache_opt.budget)
 		evict_oldest(c);
+}
+
+/* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
+static always_inline void take_handoffs(struct heap *h)
+{
+	struct segment *s =
+		atomic_load_explicit(&h->policy_remote.large_cache.inbox, memory_order_relaxed);
+
+	if (s)
+		take_inbox(h, s);
 }
 
 /*
@@ -346,7 +366,31 @@ static struct segment *resize_one(struct large_cache_heap *c, size_t size, size_
 	return r;
 }
 
-struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
+/*
+ * Take cached segment s for a request of size bytes at block offset off if it fits as it is
+ * (fits_as_is) and its block can be placed: off the list, counted as a hit. The caller then
+ * runs the decay on what stays: a segment handed out is no longer cached, and a cache emptied
+ * by the hit reads no clock (a loop that frees and re-asks for one block larger than the
+ * headroom).
+ */
+static always_inline bool take_if_fits(struct large_cache_heap *c, struct segment *s, size_t size,
+				       size_t off)
+{
+	size_t usable = large_room(s, off);
+
+	if (!usable || !fits_as_is(usable, size, off))
+		return false;
+	/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
+	if (!large_place(s, off, size))
+		return false;
+	unlink_seg(c, s); /* *dirty stays: the whole block */
+	c->hits++;
+	return true;
+}
+
+/* large_cache_alloc() past its common case: the inbox taken, every segment tried. */
+static noinline struct segment *alloc_search(struct heap *h, size_t size, size_t align,
+					     size_t *dirty)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
 	size_t off = large_block_offset(align);
@@ -356,20 +400,14 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 		c->misses++; /* a request the cache could not serve, empty or not */
 		return NULL;
 	}
-	decay(c);
 	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
 	for (struct segment *s = c->tail; s; s = s->prev) {
-		size_t usable = large_room(s, off);
-
-		if (!usable || !fits_as_is(usable, size, off))
-			continue;
-		/* the block and, with CONFIG_GUARD_PAGES, its guard page (core/large.h) */
-		if (!large_place(s, off, size))
-			continue;
-		unlink_seg(c, s); /* *dirty stays: the whole block */
-		c->hits++;
-		return s;
+		if (take_if_fits(c, s, size, off)) {
+			decay(c);
+			return s;
+		}
 	}
+	decay(c);
 	/* none fits as it is: move one's pages into a segment of the right size (on Linux) */
 	struct segment *resized = resize_one(c, size, align, dirty);
 
@@ -387,6 +425,33 @@ struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t ali
 		evict_oldest(c);
 	}
 	return NULL;
+}
+
+/* s, just taken from c, is handed out after the decay ran on what stays over the headroom. */
+static noinline struct segment *decay_and_hand_out(struct large_cache_heap *c, struct segment *s)
+{
+	decay_over(c);
+	return s;
+}
+
+/*
+ * The common case inline (nothing handed back, the newest segment fits as it is: a thread
+ * that frees a block and asks for one of its size again), with no call; the rest in
+ * alloc_search.
+ */
+struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align, size_t *dirty)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+	struct segment *newest = c->tail;
+
+	if (unlikely(atomic_load_explicit(&h->policy_remote.large_cache.inbox,
+					  memory_order_relaxed)) ||
+	    !newest || !take_if_fits(c, newest, size, large_block_offset(align)))
+		return alloc_search(h, size, align, dirty);
+	if (c->bytes > sefer__large_cache_opt.headroom)
+		return decay_and_hand_out(c, newest);
+	c->decay_ms = 0;
+	return newest;
 }
 
 struct segment *sefer__large_cache_regrow(struct heap *h, size_t size)
@@ -417,6 +482,18 @@ struct segment *sefer__large_cache_regrow(struct heap *h, size_t size)
 	return best;
 }
 
+/* large_cache_free() of s, this heap's, into a cache that holds some already. */
+static noinline bool free_into_cache(struct large_cache_heap *c, struct segment *s)
+{
+	append(c, s);
+	while (c->bytes > sefer__large_cache_opt.budget)
+		evict_oldest(c);
+	while (c->count > 1 && cached_view(c) > cache_cap())
+		evict_oldest(c);
+	decay(c);
+	return true;
+}
+
 bool sefer__large_cache_free(struct heap *h, struct segment *s)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
@@ -425,16 +502,17 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 	if (atomic_load_explicit(&closed, memory_order_relaxed) ||
 	    s->size > sefer__large_cache_opt.budget)
 		return false;
-	if (owner != h && owner && owner != &sefer__heap_empty && hand_back(owner, s))
+	if (unlikely(owner != h) && owner && owner != &sefer__heap_empty && hand_back(owner, s))
 		return true;
 	if (h == &sefer__heap_empty || !h->segments.live)
 		return false;
+	if (c->count)
+		return free_into_cache(c, s);
+	/* The common case (a block freed after a hit emptied the cache): s alone, the newest, is
+	 * admitted whatever its size (s->size <= budget); over the headroom its excess starts
+	 * now, and the cache's next call reads the clock. */
 	append(c, s);
-	while (c->bytes > sefer__large_cache_opt.budget)
-		evict_oldest(c);
-	while (c->count > 1 && cached_view(c) > cache_cap())
-		evict_oldest(c);
-	decay(c);
+	c->decay_ms = c->bytes > sefer__large_cache_opt.headroom ? DECAY_PENDING : 0;
 	return true;
 }
 

@@ -20,7 +20,8 @@ struct large_cache_heap {
 	size_t bytes;		     /* mapped bytes of the cached segments */
 	size_t unpublished;	     /* tail's bytes, not yet in cached_total (or 0): see .c */
 	size_t count;
-	uint64_t decay_ms; /* start of the current decay step; 0 while bytes <= headroom */
+	uint64_t decay_ms; /* start of the current decay step; 0 while bytes <= headroom;
+			    * DECAY_PENDING: started by the next call (see .c) */
 	uint64_t hits, misses, evictions, handoffs;
 	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
 	uint64_t regrows; /* realloc growths served with room to grow further (large_regrow) */

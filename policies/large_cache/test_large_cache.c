@@ -502,6 +502,76 @@ START_TEST(lc_decay)
 }
 END_TEST
 
+static unsigned clock_reads;
+
+static uint64_t counting_clock(void)
+{
+	clock_reads++;
+	return fake_now;
+}
+
+/*
+ * One block over the headroom freed and asked for again reads no clock (a hit runs the decay
+ * on what stays; a free into an empty cache leaves the start to the next call), and the decay
+ * still takes that block 100 ms after the cache's next call.
+ */
+START_TEST(lc_decay_one)
+{
+	setup();
+	sefer__large_cache_opt.headroom = 16 * MiB;
+	sefer__large_cache_clock = counting_clock;
+	clock_reads = 0;
+	fake_now = 5000;
+
+	void *p = sefer_malloc(16 * MiB);
+	struct segment *seg = segment_of(p);
+	uint64_t hits = cache()->hits;
+	unsigned reads_loop, reads_start;
+	size_t count_start, count_99, count_100;
+
+	ck_assert_uint_gt(seg->size, 16 * MiB); /* over the headroom alone */
+	for (int i = 0; i < 100; i++) {
+		sefer_free(p);
+		p = sefer_malloc(16 * MiB);
+	}
+	reads_loop = clock_reads;
+	ck_assert_ptr_eq(segment_of(p), seg);
+	ck_assert_uint_eq(cache()->hits, hits + 100);
+	sefer_free(p);
+	ck_assert_uint_eq(clock_reads, 0);
+	ck_assert_uint_eq(cache()->count, 1);
+	/* the next call starts the clock: nothing goes before 100 ms from there */
+	fake_now += 60000;
+	sefer__large_cache_collect(heap_get(), false);
+	reads_start = clock_reads;
+	count_start = cache()->count;
+	fake_now += 99;
+	sefer__large_cache_collect(heap_get(), false);
+	count_99 = cache()->count;
+	fake_now += 1;
+	sefer__large_cache_collect(heap_get(), false);
+	count_100 = cache()->count;
+
+	ck_assert_uint_eq(reads_loop, 0);
+	ck_assert_uint_eq(reads_start, 1);
+	ck_assert_uint_eq(count_start, 1);
+	ck_assert_uint_eq(count_99, 1);
+	ck_assert_uint_eq(count_100, 0);
+	ck_assert(!segtab_contains(seg));
+	ck_assert_uint_eq(cache()->decay_ms, 0);
+	/* with two cached over the headroom a free decays at once (the clock runs) */
+	void *a = sefer_malloc(16 * MiB), *b = sefer_malloc(16 * MiB);
+
+	sefer__large_cache_opt.headroom = 0;
+	clock_reads = 0;
+	sefer_free(a);
+	ck_assert_uint_eq(clock_reads, 0);
+	sefer_free(b);
+	ck_assert_uint_ge(clock_reads, 1);
+	sefer__large_cache_collect(heap_get(), true);
+}
+END_TEST
+
 /*
  * Admission: after a free the caches hold at most max(headroom, live large bytes / 64), the
  * freeing heap's newest segment always (a repeated alloc/free of one big block still hits).
@@ -804,6 +874,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_alignment);
 	tcase_add_test(tc, lc_budget_fifo);
 	tcase_add_test(tc, lc_decay);
+	tcase_add_test(tc, lc_decay_one);
 	tcase_add_test(tc, lc_admission);
 	tcase_add_test(tc, lc_env);
 	tcase_add_test(tc, lc_thread_exit);
