@@ -158,6 +158,7 @@ static bool touch(void *block, size_t usable, void *arg)
 struct slow_free {
 	void **p;
 	size_t n;
+	atomic_int started; /* the owner has visited once: the frees may begin */
 	atomic_int done;
 };
 
@@ -165,6 +166,8 @@ static void *free_slowly(void *arg)
 {
 	struct slow_free *f = arg;
 
+	while (!atomic_load(&f->started))
+		sched_yield();
 	for (size_t i = 0; i < f->n; i++) {
 		sefer_free(f->p[i]);
 		if (i % 64 == 0)
@@ -182,7 +185,7 @@ START_TEST(visit_while_others_free)
 	enum { N = 4000 };
 	static void *p[N];
 	struct sefer_heap *h = sefer_heap_new();
-	struct slow_free f = { p, N, 0 };
+	struct slow_free f = { p, N, 0, 0 };
 	unsigned long sum = 0;
 	int visits = 0;
 	pthread_t t;
@@ -193,9 +196,12 @@ START_TEST(visit_while_others_free)
 		memset(p[i], 1, 16);
 	}
 	pthread_create(&t, NULL, free_slowly, &f);
+	/* the frees start after the first visit, which so sees live blocks however the
+	 * threads are scheduled (a loaded machine ran all 4000 frees before it, sum == 0) */
 	while (!atomic_load(&f.done) || visits < 3) {
 		sefer_heap_visit(h, touch, &sum);
-		visits++;
+		if (!visits++)
+			atomic_store(&f.started, 1);
 	}
 	pthread_join(t, NULL);
 	expect_visit(h, NULL, 0);
