@@ -464,6 +464,8 @@ Run, benchmarks and measurements:
   run               - Build, run a real program and the headline benchmark under sefer
   bench             - Every benchmark against glibc, mimalloc, jemalloc, tcmalloc (QUICK=1)
   bench-headline    - Steady churn and larson at 1 and 2 threads (~30 s)
+  bench-config-pair - This build against CONFIG_B=SYM=val,... (built in O/pair): the
+                      small-object rows, tgstress and xfer, paired (PAIR_ROUNDS=9)
   bench-progs       - Build the benchmark programs only
   bench-persist     - The persist benchmark against PMDK
   bench-heaps       - First-class heaps against the thread's heap (Documentation/heaps.rst)
