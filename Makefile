@@ -465,6 +465,8 @@ Run, benchmarks and measurements:
   bench             - Every benchmark against glibc, mimalloc 2 and 3, snmalloc, jemalloc,
                       tcmalloc; QUICK=1: about 5 min, without jemalloc, tcmalloc (PEERS=, SEFER_B=)
   bench-headline    - Steady churn and larson at 1 and 2 threads (~30 s)
+  bench-config-pair - This build against CONFIG_B=SYM=val,... (built in O/pair): the
+                      small-object rows, tgstress and xfer, paired (PAIR_ROUNDS=9)
   bench-progs       - Build the benchmark programs only
   bench-persist     - The persist benchmark against PMDK
   bench-heaps       - First-class heaps against the thread's heap (Documentation/heaps.rst)

@@ -57,6 +57,26 @@ bench-headline: all $(addprefix $(objtree)/bench/,steady larson)
 
 .PHONY: bench bench-headline bench-progs
 
+# What a configuration change costs (Documentation/benchmarks.rst): this build (A) against B,
+# this configuration with CONFIG_B's changes, built in $(objtree)/pair, on the small-object
+# rows at 1 and 2 threads plus tgstress and xfer, PAIR_ROUNDS interleaved rounds (default 9,
+# about 6 minutes on 2 CPUs). Prints each row's median time ratio A/B and its interval.
+#   make bench-config-pair CONFIG_B=DEBUG_DOUBLE_FREE=n[,SYM=val...] [PAIR_ROUNDS=n]
+#        [THREADS=1,2] [BENCH_ONLY=regex]
+pair-objtree := $(objtree)/pair
+bench-config-pair: all $(bench-progs)
+	$(Q)test -n "$(CONFIG_B)" || { echo "sefer: bench-config-pair needs CONFIG_B=SYM=val" >&2; exit 1; }
+	$(Q)mkdir -p $(pair-objtree)
+	$(Q)KCONFIG_CONFIG=$(pair-objtree)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+		$(subst $(comma), ,$(CONFIG_B)) >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(pair-objtree) all
+	$(Q)$(PYTHON) $(srctree)/bench/config_pair.py --bindir $(objtree)/bench \
+		--a $(shared-lib) --b $(pair-objtree)/$(notdir $(shared-lib)) \
+		--name-a this --name-b '$(CONFIG_B)' $(if $(PAIR_ROUNDS),--rounds $(PAIR_ROUNDS)) \
+		$(if $(THREADS),--threads $(THREADS)) $(if $(BENCH_ONLY),--only '$(value BENCH_ONLY)') \
+		--csv $(objtree)/bench/config-pair.csv
+.PHONY: bench-config-pair
+
 # First-class heaps against the thread's own heap (Documentation/heaps.rst): churn, allocation
 # alone, and giving a million live blocks back by free against sefer_heap_destroy. Calls the
 # sefer_* API, so it links libsefer.a instead of being preloaded.

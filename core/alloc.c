@@ -44,7 +44,7 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 	struct block *b = pg->free;
 	bool fresh = pg->is_zero;
 
-	alloc_from_page(heap, pg, b);
+	alloc_from_page(heap, pg, b, block_next(pg, b));
 	if (zero) {
 		if (fresh) {	/* carved from zeroed memory: only the link and the mark written */
 			b->next = 0;

@@ -36,10 +36,14 @@ SEFER_INTERNAL void *sefer__large_alloc(struct heap *heap, size_t size, size_t a
 SEFER_INTERNAL void sefer__large_free(struct segment *seg, void *p);
 SEFER_INTERNAL void sefer__large_release(struct segment *seg);
 
-/* Pop b, pg's first free block; the whole block becomes the program's (core/annotate.h). */
-static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b)
+/*
+ * Pop b, pg's first free block, whose successor is next; the whole block becomes the program's
+ * (core/annotate.h).
+ */
+static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b,
+					   struct block *next)
 {
-	pg->free = block_next(pg, b);
+	pg->free = next;
 	pg->used++; /* the blocks handed out (segment.h) */
 	block_clear_mark(b);
 	heap_stat_call(heap, mallocs);
@@ -69,7 +73,11 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 		struct block *b = pg->free;
 
 		if (likely(b)) {
-			p = alloc_from_page(heap, pg, b);
+			uintptr_t next = block_link(b);
+
+			if (unlikely(block_link_bad(pg, b, next)))
+				return sefer__list_corrupt(pg, b, next); /* aborts */
+			p = alloc_from_page(heap, pg, b, (struct block *)next);
 			annotate_block_trim(p, size, pg->block_size);
 			return p;
 		}

@@ -28,7 +28,12 @@ static always_inline uintptr_t link_encode(const struct block *b, const struct b
 	return (uintptr_t)next;
 }
 
-SEFER_INTERNAL void sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad);
+/*
+ * Reports b's link bad (block_link_bad) and aborts. It returns void * only so that the malloc
+ * fast path reaches it by a tail jump, not a call that would need a stack frame.
+ */
+SEFER_INTERNAL void *sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
+	__cold;
 
 /*
  * ---- free marks (CONFIG_DEBUG_DOUBLE_FREE) ----
@@ -165,20 +170,46 @@ static always_inline bool block_mark_head_matches(const struct block *b)
 	return head == mark_head;
 }
 
-static always_inline struct block *block_next(const struct page *pg, const struct block *b)
+/* b's link, decoded with CONFIG_HARDENED: the next free block of b's page, or 0. */
+static always_inline uintptr_t block_link(const struct block *b)
 {
 	uintptr_t n;
 
 	annotate_link_open(b);
-	if (IS_ENABLED(CONFIG_HARDENED)) {
-		n = b->next ^ sefer__list_key ^ ((uintptr_t)b >> 4);
-		annotate_link_close(b);
-		if (unlikely(n && (n - page_start_addr(pg)) >= page_span_bytes(pg)))
-			sefer__list_corrupt(pg, b, n);
-		return (struct block *)n;
-	}
 	n = b->next;
 	annotate_link_close(b);
+	if (IS_ENABLED(CONFIG_HARDENED))
+		n ^= sefer__list_key ^ ((uintptr_t)b >> 4);
+	return n;
+}
+
+/*
+ * Is n, the link read from b, one of pg's free blocks, to be reported rather than followed? The
+ * end of the list (0) never is. With CONFIG_HARDENED a link outside pg's span is (the link is
+ * encoded, so a write over it decodes to a random value, almost never inside). Otherwise with
+ * CONFIG_DEBUG_FREE_LIST a link outside b's segment is: what a write after free leaves in a
+ * block's first word (bytes of a string, a number, a pointer into another segment, 0 excepted)
+ * is one, and the test is a xor and a compare with no load, where the span's costs two loads
+ * and four more instructions on malloc's fast path (Documentation/debugging.rst). Each test
+ * fails first and only then is 0 told apart.
+ */
+static always_inline bool block_link_bad(const struct page *pg, const struct block *b,
+					 uintptr_t n)
+{
+	if (IS_ENABLED(CONFIG_HARDENED))
+		return unlikely((n - page_start_addr(pg)) >= page_span_bytes(pg)) && n;
+	if (IS_ENABLED(CONFIG_DEBUG_FREE_LIST))
+		return unlikely((n ^ (uintptr_t)b) >= SEGMENT_SIZE) && n;
+	return false;
+}
+
+/* b's successor on pg's free list; a bad link (block_link_bad) is reported, then abort. */
+static always_inline struct block *block_next(const struct page *pg, const struct block *b)
+{
+	uintptr_t n = block_link(b);
+
+	if (unlikely(block_link_bad(pg, b, n)))
+		sefer__list_corrupt(pg, b, n);
 	return (struct block *)n;
 }
 

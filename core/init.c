@@ -55,7 +55,7 @@ static void fork_child(void) __releases(pool_lock) __releases(abandoned_lock)
 	sefer__heap_fork_child();
 }
 
-void sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
+void *sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
 {
 	(void)pg;
 	(void)bad;

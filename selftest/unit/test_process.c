@@ -138,9 +138,10 @@ int child_main(const char *mode)
 		}
 		return 0;
 	}
-	if (!strcmp(mode, "corrupt-link")) {
+	if (!strcmp(mode, "corrupt-link") || !strcmp(mode, "corrupt-link-count")) {
 		/*
-		 * A use-after-free write over a free block's link, then allocate until it is used.
+		 * A use-after-free write over a free block's link, then allocate until it is used:
+		 * eight bytes of text, or a counter's small number (a stale refcount decremented).
 		 * The first frees may stay with a policy that keeps blocks in an array of its own
 		 * (fastbin: at most 256 per class, no link to corrupt), so the block overwritten
 		 * is freed after 300 others and goes back to its page's list.
@@ -153,10 +154,13 @@ int child_main(const char *mode)
 			sefer_free(blk[i]);
 		p = blk[300];
 		fprintf(stderr, "addr=%p\n", (void *)p);
-		memset(p, 0x41, 8);
+		if (!strcmp(mode, "corrupt-link"))
+			memset(p, 0x41, 8);
+		else
+			*(uintptr_t *)p = 41;
 		for (int i = 0; i < 100000; i++)
 			kept = sefer_malloc(64);
-		return 0; /* not reached with CONFIG_HARDENED */
+		return 0; /* not reached with CONFIG_HARDENED or CONFIG_DEBUG_FREE_LIST */
 	}
 	if (!strcmp(mode, "bad-env")) {
 		p = sefer_malloc(10);
@@ -325,9 +329,10 @@ START_TEST(self_pointer_ok)
 }
 END_TEST
 
+/* Both writes leave a link outside the block's segment: reported, then abort. */
 START_TEST(corrupt_link_detected)
 {
-	int st = run_child("corrupt-link", NULL, out, sizeof(out));
+	int st = run_child(_i ? "corrupt-link-count" : "corrupt-link", NULL, out, sizeof(out));
 
 	ck_assert_msg(strstr(out, "sefer: heap corruption: free-list link overwritten"), "%s", out);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d: %s", st, out);
@@ -467,8 +472,8 @@ Suite *process_suite(void)
 	}
 	tcase_add_loop_test(tc, bad_free_always, 0,
 			    (int)(sizeof(bad_frees_always) / sizeof(bad_frees_always[0])));
-	if (IS_ENABLED(CONFIG_HARDENED))
-		tcase_add_test(tc, corrupt_link_detected);
+	if (IS_ENABLED(CONFIG_HARDENED) || IS_ENABLED(CONFIG_DEBUG_FREE_LIST))
+		tcase_add_loop_test(tc, corrupt_link_detected, 0, 2);
 	tcase_add_test(tc, bad_env_named);
 	tcase_add_test(tc, unknown_env_named);
 	tcase_add_test(tc, options_variable);
