@@ -10,8 +10,8 @@
  * each dirty slot has its time (its descriptor's slot_since, unused while the slot is in a
  * span) and seg->purge_at is the earliest deadline, which the owner's slow path checks
  * (purge_pass). A deadline purges the slots that are due, not every dirty slot of the segment.
- * The delay is SEFER_PURGE_DELAY_MS for segments no heap owns; a set's is longer when its
- * purged slots are soon taken again (backoff), and a set's pass that comes late (resuming
+ * The delay is SEFER_PURGE_DELAY_MS, longer when purged slots are soon taken again (backoff:
+ * a set's own, and one for all the segments no heap owns), and a set's pass that comes late (resuming
  * after a pause) leaves the slots one more delay. A purged slot's slot_since holds when it was
  * purged (0: by force). The slow path purges after it took what span it needed, and a new span
  * takes dirty slots first (core/span.c): memory one phase of a program freed is reused warm by
@@ -21,12 +21,14 @@
  * faulting it in again (and the purge's TLB shootdown is saved). Spare and abandoned segments
  * have no owner to purge them: their deadlines feed sefer_purge_at, which every thread's slow
  * path checks (purge_pass, global_purge), and the last heap but one to exit purges them all at
- * once (heap_abandon), so an idle process's RSS still follows its live set.
+ * once (heap_abandon), so an idle process's RSS still follows its live set, unless the last
+ * such exit's leftovers were taken over at once (thread generations, at the end).
  *
  * Invariants: the delay of a set is SEFER_PURGE_DELAY_MS << purge_backoff with purge_backoff
- * <= PURGE_BACKOFF_MAX, and SEFER_PURGE_DELAY_MS itself for segments no heap owns (spares,
- * abandoned ones); a delay of 0 (purge at once) or "never" is never changed; forced purges
- * (thread exit, sefer_collect(true)) are neither deferred nor counted. A set's state is its
+ * <= PURGE_BACKOFF_MAX, and SEFER_PURGE_DELAY_MS << sefer__unowned_backoff (at most
+ * UNOWNED_BACKOFF_MAX) for segments no heap owns (spares, abandoned ones); a delay of 0 (purge
+ * at once) or "never" is never changed; forced purges (thread exit, sefer_collect(true)) are
+ * neither deferred nor counted; seg->unowned_purged is a subset of seg->purged_pages. A set's state is its
  * owner's, a segment's its owner's or its holder's (HELD_OWNER); sefer_purge_at is atomic.
  */
 #include "core/options.h"

@@ -428,4 +428,3 @@ void sefer__unowned_fork_child(void) __releases(spare_lock) __releases(abandoned
 	spin_reset(&spare_lock);
 	spin_reset(&abandoned_lock);
 }
-
