@@ -6,29 +6,29 @@
  * and the process-wide pass over the segments no heap owns (core/unowned.c walks their lists
  * under their locks and hands each held segment here).
  *
- * Timing: a slot that becomes free and dirty is purged once it has stayed so for the delay:
- * each dirty slot has its time (its descriptor's slot_since, unused while the slot is in a
- * span) and seg->purge_at is the earliest deadline, which the owner's slow path checks
- * (purge_pass). A deadline purges the slots that are due, not every dirty slot of the segment.
- * The delay is SEFER_PURGE_DELAY_MS, longer when purged slots are soon taken again (backoff:
- * a set's own, and one for all the segments no heap owns), and a set's pass that comes late (resuming
- * after a pause) leaves the slots one more delay. A purged slot's slot_since holds when it was
- * purged (0: by force). The slow path purges after it took what span it needed, and a new span
- * takes dirty slots first (core/span.c): memory one phase of a program freed is reused warm by
- * the next instead of being given back and faulted in again. Empty segments in a set's cache
- * and on the spare list keep their memory until then too, so a heap that empties and refills a
- * segment, or a thread generation that follows an exited one, reuses warm memory instead of
- * faulting it in again (and the purge's TLB shootdown is saved). Spare and abandoned segments
- * have no owner to purge them: their deadlines feed sefer_purge_at, which every thread's slow
- * path checks (purge_pass, global_purge), and the last heap but one to exit purges them all at
- * once (heap_abandon), so an idle process's RSS still follows its live set, unless the last
- * such exit's leftovers were taken over at once (thread generations, at the end).
+ * Timing: a slot that becomes free and dirty is purged once it has stayed so for the delay: each
+ * dirty slot has its time (its descriptor's slot_since, unused while the slot is in a span) and
+ * seg->purge_at is the earliest deadline, which the owner's slow path checks (purge_pass). A
+ * deadline purges the slots that are due, not every dirty slot of the segment. The delay is
+ * SEFER_PURGE_DELAY_MS, longer when purged slots are soon taken again (backoff: a set's own, and
+ * one for all the segments no heap owns), and a set's pass that comes late (resuming after a pause)
+ * leaves the slots one more delay. A purged slot's slot_since holds when it was purged (0: by
+ * force). The slow path purges after it took what span it needed, and a new span takes dirty slots
+ * first (core/span.c): memory one phase of a program freed is reused warm by the next instead of
+ * being given back and faulted in again. Empty segments in a set's cache and on the spare list keep
+ * their memory until then too, so a heap that empties and refills a segment, or a thread generation
+ * that follows an exited one, reuses warm memory instead of faulting it in again (and the purge's
+ * TLB shootdown is saved). Spare and abandoned segments have no owner to purge them: their
+ * deadlines feed sefer_purge_at, which every thread's slow path checks (purge_pass, global_purge),
+ * and the last heap but one to exit purges them all at once (heap_abandon), so an idle process's
+ * RSS still follows its live set, unless the last such exit's leftovers were taken over at once
+ * (thread generations, at the end).
  *
- * Invariants: the delay of a set is SEFER_PURGE_DELAY_MS << purge_backoff with purge_backoff
- * <= PURGE_BACKOFF_MAX, and SEFER_PURGE_DELAY_MS << sefer__unowned_backoff (at most
- * UNOWNED_BACKOFF_MAX) for segments no heap owns (spares, abandoned ones); a delay of 0 (purge
- * at once) or "never" is never changed; forced purges (thread exit, sefer_collect(true)) are
- * neither deferred nor counted; seg->unowned_purged is a subset of seg->purged_pages. A set's state is its
+ * Invariants: the delay of a set is SEFER_PURGE_DELAY_MS << purge_backoff with purge_backoff <=
+ * PURGE_BACKOFF_MAX, and SEFER_PURGE_DELAY_MS << sefer__unowned_backoff (at most
+ * UNOWNED_BACKOFF_MAX) for segments no heap owns (spares, abandoned ones); a delay of 0 (purge at
+ * once) or "never" is never changed; forced purges (thread exit, sefer_collect(true)) are neither
+ * deferred nor counted; seg->unowned_purged is a subset of seg->purged_pages. A set's state is its
  * owner's, a segment's its owner's or its holder's (HELD_OWNER); sefer_purge_at is atomic.
  */
 #include "core/options.h"
@@ -243,7 +243,7 @@ static unsigned backoff_raised(const struct segment *seg, uint64_t purged, unsig
 			since = t;
 	}
 	if (!since || now >= since + (base << PURGE_BACKOFF_MAX))
-		return k; /* by force, or it stayed unused for longer than any delay would keep it */
+		return k; /* by force, or it stayed unused longer than any delay would keep it */
 	uint64_t idle = (now > since ? now - since : 0) + delay; /* how long it was free */
 
 	do

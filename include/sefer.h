@@ -106,7 +106,7 @@ struct sefer_stats {
 	uint64_t small_bytes;	     /* bytes of the small-block segments mapped now */
 	uint64_t purge_raises;	     /* times a purge delay was raised (purged memory needed) */
 	uint64_t lock_yields;	     /* spinlock waiters that gave their CPU away */
-	uint64_t handoffs_kept; /* last workers' exits that kept their memory for the next threads */
+	uint64_t handoffs_kept;	     /* last workers' exits that kept memory for the next threads */
 };
 
 /*

@@ -558,7 +558,8 @@ static void *handoff_worker(void *arg)
 	s = segment_of(big);
 	if (g->seg) {
 		g->in_seg = s == g->seg;
-		g->took_dirty = g->in_seg && (g->dirty_at_start & ((uint64_t)1 << page_of(s, big)->index));
+		g->took_dirty = g->in_seg &&
+				(g->dirty_at_start & ((uint64_t)1 << page_of(s, big)->index));
 	}
 	for (size_t i = 0; i < HANDOFF_N; i++) {
 		v[i] = sefer_malloc(HANDOFF_SIZE);
@@ -662,7 +663,7 @@ START_TEST(unowned_backoff_follows_reuse)
 	pthread_create(&t, NULL, take_one_span, &p);
 	pthread_join(t, NULL);
 	ck_assert_msg(sefer__purge_unowned_delay() >= 2 * d0,
-		      "unowned delay %llu ms after a span took slots purged a moment ago (base %llu)",
+		      "unowned delay %llu ms after a span took slots just purged (base %llu)",
 		      (unsigned long long)sefer__purge_unowned_delay(), (unsigned long long)d0);
 	ck_assert_uint_gt(stats().purge_raises, raises0);
 	for (int i = 0; i < HOLES; i++) {
