@@ -276,8 +276,9 @@ void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg, ui
  * what RSS carries from one generation to the next, and each step trades purges for peak RSS
  * (bench/tgstress, 8 threads on 2 CPUs, against snmalloc in the same runs: caps of 2, 3 and 4
  * steps purged 472, 227 and 76-116 MiB over the run, for 1.10x, 1.04x and 0.99x its CPU time
- * and a peak RSS of 121, 128 and 140 MiB against its 108-113). Any thread: relaxed atomics,
- * a lost update only delays a change.
+ * and a peak RSS of 121, 128 and 140 MiB against its 108-113; 4 against 3 in the same runs:
+ * 0.98x the CPU time, 154 MiB against 139). Any thread: relaxed atomics, a lost update only
+ * delays a change.
  */
 #define UNOWNED_BACKOFF_MAX 3
 SEFER_INTERNAL _Atomic(unsigned) sefer__unowned_backoff;
