@@ -244,9 +244,10 @@ void sefer__heap_abandon(struct heap *heap)
 	sefer__heap_struct_put(heap);
 	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps
 	 * kept. Every heap puts its segments on the lists above before this decrement, so the
-	 * one that takes the count to 1 or 0 purges all of them. */
+	 * one that takes the count to 1 or 0 purges all of them, unless the program showed that
+	 * its next threads come at once (core/purge.c, "thread generations"). */
 	if (atomic_fetch_sub_explicit(&heaps_live, 1, memory_order_seq_cst) <= 2)
-		sefer__global_purge(sefer__os.clock_ms(), true);
+		sefer__purge_last_exit();
 }
 
 /*

@@ -37,8 +37,13 @@ SEFER_INTERNAL void sefer__purge_backoff_check(struct segment_set *set, struct s
 					       uint64_t purged);
 /* the segments no heap owns (spares, abandoned): one process-wide deadline */
 SEFER_INTERNAL_EXTERN _Atomic(uint64_t) sefer__purge_at;
+SEFER_INTERNAL_EXTERN _Atomic(unsigned) sefer__unowned_backoff; /* their delay's backoff */
 SEFER_INTERNAL void sefer__global_purge_at(uint64_t when);
 SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
+SEFER_INTERNAL uint64_t sefer__purge_unowned_delay(void);
+/* thread generations: the last worker's exit, and the next threads taking what it left */
+SEFER_INTERNAL void sefer__purge_last_exit(void);
+SEFER_INTERNAL void sefer__purge_handoff_taken(void);
 
 /* Is a purge pass worth a look (the set's deadline, or the global one, set)? */
 static inline bool purge_pending(const struct segment_set *set)

@@ -155,6 +155,7 @@ struct segment {
 	uint64_t free_pages;   /* slots in no span */
 	uint64_t dirty_pages;  /* free slots whose memory is committed and was used */
 	uint64_t purged_pages; /* free slots purged (given back to the OS) */
+	uint64_t unowned_purged; /* of those, purged while no heap owned it (core/purge.c) */
 	uint64_t purge_at;     /* earliest slot_since + delay of a dirty slot (ms); 0 = none */
 	uint32_t used_pages;
 	bool has_space;	       /* on its set's with_space list (else its full list) */
@@ -257,6 +258,7 @@ static inline bool segment_slots_agree(const struct segment *seg)
 {
 	return !((seg->dirty_pages | seg->purged_pages) & ~seg->free_pages) &&
 	       !(seg->dirty_pages & seg->purged_pages) && !(seg->free_pages & ~ALL_PAGES_MASK) &&
+	       !(seg->unowned_purged & ~seg->purged_pages) &&
 	       seg->used_pages == (uint32_t)__builtin_popcountll(ALL_PAGES_MASK & ~seg->free_pages);
 }
 

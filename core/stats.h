@@ -14,7 +14,8 @@ struct global_stats {
 	atomic_llong segments, segments_peak, segments_mapped;
 	atomic_llong committed, committed_peak;
 	atomic_llong purged;
-	atomic_llong purge_backoffs; /* heaps' purge delay raised: purged memory needed again */
+	atomic_llong purge_backoffs; /* a purge delay raised: purged memory needed again */
+	atomic_llong handoffs_kept;  /* last workers' exits that left their memory to the next */
 	atomic_llong abandoned, reclaimed;
 	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;

@@ -105,10 +105,10 @@ static void stats_table(struct stats_sink *s, const struct sefer_stats *st,
 		  (unsigned long long)st->segments_mapped);
 	stats_out(s,
 		  "sefer:   large blocks %llu (%s), cross-thread frees %llu, purged %s "
-		  "(purge delay raised %llu times)\n",
+		  "(purge delay raised %llu times, last exits kept for the next threads %llu)\n",
 		  (unsigned long long)st->large_blocks, stats_human(st->large_bytes).s,
 		  (unsigned long long)st->xthread_frees, stats_human(st->purged).s,
-		  (unsigned long long)st->purge_raises);
+		  (unsigned long long)st->purge_raises, (unsigned long long)st->handoffs_kept);
 	stats_out(s,
 		  "sefer:   heaps %llu made (first-class alive %llu), segments abandoned %llu, "
 		  "reclaimed %llu, lock waits yielded %llu\n",
@@ -207,6 +207,7 @@ static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const
 	M(threads);
 	M(heaps);
 	M(lock_yields);
+	M(handoffs_kept);
 #undef M
 	stats_out(s, ", \"classes\": [");
 	for (unsigned b = 1, first = 1; b < NBINS; b++) {

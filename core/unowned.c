@@ -76,6 +76,8 @@ struct segment *sefer__spare_take(struct heap *owner)
 		atomic_store_explicit(&seg->owner, owner, memory_order_relaxed);
 	}
 	spin_unlock(&spare_lock);
+	if (seg)
+		sefer__purge_handoff_taken();
 	return seg;
 }
 
@@ -180,7 +182,7 @@ void sefer__segment_drop(struct segment *seg)
 		return;
 	}
 	for_each_span(seg, pg, idx)
-		sefer__span_free_slots(seg, pg, sefer__purge_delay(NULL));
+		sefer__span_free_slots(seg, pg, sefer__purge_unowned_delay());
 	sefer__spare_put(seg);
 }
 
@@ -253,7 +255,7 @@ static bool abandoned_collect(struct segment *seg)
 	for_each_span(seg, pg, idx) {
 		sefer__page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
 		if (pg->used == 0)
-			sefer__span_free_slots(seg, pg, sefer__purge_delay(NULL));
+			sefer__span_free_slots(seg, pg, sefer__purge_unowned_delay());
 	}
 	return seg->used_pages == 0;
 }
@@ -403,6 +405,8 @@ bool sefer__abandoned_reclaim(struct heap *heap, unsigned bin)
 		if (seg->has_space || sefer__page_queue_usable(heap, bin))
 			break;
 	}
+	if (any)
+		sefer__purge_handoff_taken();
 	return any;
 }
 

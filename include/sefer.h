@@ -104,8 +104,9 @@ struct sefer_stats {
 	uint64_t large_blocks;	     /* large blocks allocated now (part of in_use_blocks) */
 	uint64_t large_bytes;	     /* their usable bytes (part of in_use_bytes) */
 	uint64_t small_bytes;	     /* bytes of the small-block segments mapped now */
-	uint64_t purge_raises;	     /* times a heap's purge delay was raised */
+	uint64_t purge_raises;	     /* times a purge delay was raised (purged memory needed) */
 	uint64_t lock_yields;	     /* spinlock waiters that gave their CPU away */
+	uint64_t handoffs_kept;	     /* last workers' exits that kept memory for the next threads */
 };
 
 /*

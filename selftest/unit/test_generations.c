@@ -14,6 +14,11 @@
  *  - partial pages: the page a bin was allocating from, with live blocks, is left with its
  *    free list at exit; the next thread allocates from it with every block accounted for,
  *    and what is left is returned when the last worker exits.
+ *  - hand-off kept: when the next thread takes over what the last worker left right away,
+ *    the next last worker's exit leaves its memory dirty for the thread after it, which
+ *    reuses it warm; after a pause longer than the longest delay, the last exit purges again.
+ *  - unowned backoff: slots the global pass purged, taken by a span soon after, raise the
+ *    delay of the segments no heap owns.
  *
  * Counts come from sefer_stats (CONFIG_STATS); RSS is checked with CONFIG_DECOMMIT and
  * without a sanitizer, as in test_decommit.c.
@@ -26,6 +31,8 @@
 
 #include "core/heap.h"
 #include "core/options.h"
+#include "core/purge.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 #define MiB ((size_t)1 << 20)
@@ -521,6 +528,155 @@ START_TEST(partial_pages_taken_over)
 }
 END_TEST
 
+/*
+ * Thread generations with no other worker alive (core/purge.c, "thread generations"): each
+ * worker is the last, and leaves one 512-byte block live and a few free pages in its segment.
+ * The next worker frees that block, then needs a span: it reclaims the segment.
+ */
+#define HANDOFF_SIZE 512
+#define HANDOFF_N (3 * SPAGE_SIZE / HANDOFF_SIZE) /* three pages of the class */
+static void *handoff_left;
+
+struct handoff_gen {
+	struct segment *seg;    /* the segment the last generation left (NULL: none) */
+	uint64_t dirty_at_start; /* its dirty slots when this worker started */
+	bool took_dirty;	 /* this worker's new span took one of them */
+	bool in_seg;		 /* and it is in that segment */
+};
+
+static void *handoff_worker(void *arg)
+{
+	struct handoff_gen *g = arg;
+	static void *v[HANDOFF_N];
+	void *big;
+	struct segment *s;
+
+	if (g->seg)
+		g->dirty_at_start = g->seg->dirty_pages;
+	sefer_free(handoff_left); /* into an abandoned segment: pushed, nothing adopted */
+	big = sefer_malloc(3000); /* a new span: the segment is reclaimed, a dirty slot taken */
+	s = segment_of(big);
+	if (g->seg) {
+		g->in_seg = s == g->seg;
+		g->took_dirty = g->in_seg &&
+				(g->dirty_at_start & ((uint64_t)1 << page_of(s, big)->index));
+	}
+	for (size_t i = 0; i < HANDOFF_N; i++) {
+		v[i] = sefer_malloc(HANDOFF_SIZE);
+		memset(v[i], 9, HANDOFF_SIZE);
+	}
+	handoff_left = v[HANDOFF_N / 2];
+	for (size_t i = 0; i < HANDOFF_N; i++)
+		if (i != HANDOFF_N / 2)
+			sefer_free(v[i]);
+	sefer_free(big);
+	return NULL; /* the pages it emptied are free dirty slots of an abandoned segment */
+}
+
+static void handoff_generation(struct handoff_gen *g)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, handoff_worker, g);
+	pthread_join(t, NULL);
+}
+
+START_TEST(handoff_kept_for_the_next_generation)
+{
+	uint64_t base = sefer__opt.purge_delay_ms;
+	struct handoff_gen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	struct sefer_stats s0, s1, s2, s3;
+	struct segment *seg;
+	uint64_t dirty_b;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS || !base || base > 1000)
+		return; /* nothing purged, everything at once, or a delay too long to wait out */
+	sefer_free(sefer_malloc(32)); /* this thread's heap: each worker is the last but one */
+	handoff_left = NULL;
+	handoff_generation(&a); /* its exit purges, or not: an earlier test may have run */
+	seg = segment_of(handoff_left);
+	b.seg = seg;
+	s0 = stats();
+	handoff_generation(&b); /* takes over what a left at once */
+	s1 = stats();
+	dirty_b = seg->dirty_pages;
+	c.seg = segment_of(handoff_left);
+	handoff_generation(&c); /* and so does c */
+	s2 = stats();
+	ck_assert_msg(b.in_seg, "the next worker did not reclaim the last one's segment");
+	ck_assert_uint_eq(s1.handoffs_kept, s0.handoffs_kept + 1);
+	ck_assert_msg(dirty_b != 0, "the kept exit purged the free pages it left");
+	ck_assert_ptr_eq(c.seg, seg);
+	ck_assert_msg(c.took_dirty, "the worker after a kept exit did not reuse a dirty slot");
+	ck_assert_uint_eq(s2.handoffs_kept, s1.handoffs_kept + 1);
+
+	/* a pause longer than the longest delay: the program is not in generations now */
+	sleep_ms((long)(base << 4) + 50);
+	d.seg = segment_of(handoff_left);
+	handoff_generation(&d);
+	s3 = stats();
+	ck_assert_uint_eq(s3.handoffs_kept, s2.handoffs_kept);
+	ck_assert_msg(s3.purged > s2.purged, "the last exit after a pause purged nothing");
+	ck_assert_uint_eq(((uint8_t *)handoff_left)[HANDOFF_SIZE - 1], 9);
+	sefer_free(handoff_left);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
+ * The unowned delay's backoff (core/purge.c): the global pass purges an abandoned segment's
+ * free slots at their deadline and marks them; a span that takes them soon after raises the
+ * delay of the segments no heap owns, by at least one step.
+ */
+static void *take_one_span(void *arg)
+{
+	void **p = arg;
+
+	*p = sefer_malloc(3000); /* a class with no page yet: reclaims a segment, takes a span */
+	return NULL;
+}
+
+START_TEST(unowned_backoff_follows_reuse)
+{
+	pthread_t k, t;
+	void *p = NULL;
+	uint64_t d0, raises0, marked = 0;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS || !sefer__opt.purge_delay_ms ||
+	    sefer__opt.purge_delay_ms > 1000)
+		return;
+	atomic_store(&sefer__unowned_backoff, 0);
+	k = start_keepalive(); /* the exit below is not the last: nothing is purged at once */
+	pthread_create(&t, NULL, leave_holes, NULL);
+	pthread_join(t, NULL);
+	d0 = sefer__purge_unowned_delay();
+	sleep_ms((long)d0 + 20);
+	sefer__global_purge(sefer__os.clock_ms(), false); /* the pass at their deadline */
+	for (int i = 0; i < HOLES; i++) {
+		struct segment *seg = segment_of(kept[i]);
+
+		marked |= seg->unowned_purged;
+		ck_assert_uint_eq(seg->unowned_purged & ~seg->purged_pages, 0);
+	}
+	ck_assert_msg(marked, "the global pass marked none of the slots it purged");
+	raises0 = stats().purge_raises;
+	pthread_create(&t, NULL, take_one_span, &p);
+	pthread_join(t, NULL);
+	ck_assert_msg(sefer__purge_unowned_delay() >= 2 * d0,
+		      "unowned delay %llu ms after a span took slots just purged (base %llu)",
+		      (unsigned long long)sefer__purge_unowned_delay(), (unsigned long long)d0);
+	ck_assert_uint_gt(stats().purge_raises, raises0);
+	for (int i = 0; i < HOLES; i++) {
+		ck_assert_uint_eq(((uint8_t *)kept[i])[511], 3);
+		sefer_free(kept[i]);
+	}
+	sefer_free(p);
+	stop_keepalive(k);
+	atomic_store(&sefer__unowned_backoff, 0); /* for the tests after, without fork */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 Suite *generations_suite(void)
 {
 	Suite *s = suite_create("generations");
@@ -533,6 +689,8 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, partial_pages_taken_over);
+	tcase_add_test(tc, handoff_kept_for_the_next_generation);
+	tcase_add_test(tc, unowned_backoff_follows_reuse);
 	suite_add_tcase(s, tc);
 	return s;
 }

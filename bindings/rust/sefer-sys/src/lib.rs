@@ -60,10 +60,12 @@ pub struct sefer_stats {
     pub large_bytes: u64,
     /// Bytes of the small-block segments mapped now.
     pub small_bytes: u64,
-    /// Times a heap's purge delay was raised.
+    /// Times a purge delay was raised (purged memory needed again soon).
     pub purge_raises: u64,
     /// Spinlock waiters that gave their CPU away.
     pub lock_yields: u64,
+    /// Exits of a last worker that kept what exited threads left for the next threads.
+    pub handoffs_kept: u64,
 }
 
 /// `sefer_stats_print` flag: add the per-size-class table.
