@@ -216,6 +216,39 @@ static always_inline bool block_offset_divisible(uint64_t div_magic, uint32_t of
 }
 
 /*
+ * A span's geometry as another thread sees it: its copies on the xthread line (core/segment.h,
+ * page_xthread_geometry) or, for the page of an open batch of remote frees, the batch's copy of
+ * them (core/remote.h). reserved only grows while the span is in use, so an older copy may
+ * refuse a block carved since, never accept one that is not.
+ */
+struct block_geometry {
+	uintptr_t start;    /* the span's first byte */
+	uint64_t div_magic; /* div_magic_of(block_size) */
+	uint32_t block_size, reserved;
+};
+
+/* Is b one of the carved blocks of a span of geometry g? Any thread. */
+static always_inline bool geometry_has_block(const struct block_geometry *g, const struct block *b)
+{
+	uintptr_t off = (uintptr_t)b - g->start;
+	uint32_t i;
+
+	if (!g->block_size || (uintptr_t)b < g->start || off >= SEGMENT_SIZE)
+		return false;
+	i = block_index_of(g->div_magic, (uint32_t)off);
+	return (uint32_t)off == i * g->block_size && i < g->reserved;
+}
+
+/* pg's geometry from its copies on the xthread line. Any thread. */
+static inline void page_xthread_geometry(const struct page *pg, struct block_geometry *g)
+{
+	g->start = meta_ptr_show(atomic_load_explicit(&pg->xt_start, memory_order_relaxed));
+	g->div_magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
+	g->block_size = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
+	g->reserved = atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
+}
+
+/*
  * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what
  * block_size * div_magic exceeds 2^64 by (1 <= e <= block_size).
  */

@@ -218,6 +218,7 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 	if (!head)
 		return false;
 	for (; b; b = block_next(pg, b)) {
+		prefetch_for_write(b); /* the freeing thread wrote it last (core/config.h) */
 		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 			/* its owner freed it (free mark) or handed it out again (no mark) */
 			if (!block_marked_pending(b))
@@ -294,6 +295,25 @@ void sefer__page_unfull(struct heap *heap, struct page *pg)
 	/* FULL -> NORMAL; if a pusher got there first, draining resets the tag later. */
 	atomic_compare_exchange_strong_explicit(&pg->xthread, &old, XT_NORMAL, memory_order_relaxed,
 						memory_order_relaxed);
+}
+
+/*
+ * pg, drained from the delayed list (a pusher found it full), goes back to its bin queue with
+ * what was pushed left on its xthread list (NOTIFIED -> NORMAL), for page_find() to collect
+ * when it reaches the page: page_unfull() queues it at the back, and the pages ahead of it are
+ * used first. Collecting here walked every pushed block while it was still in the freeing
+ * thread's cache, and malloc missed on it again when it got there (xfer, a producer and a
+ * consumer of 64-byte blocks: a miss per block in the walk and another in malloc).
+ */
+void sefer__page_delayed_back(struct heap *heap, struct page *pg)
+{
+	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+	while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, xt_ptr(old) | XT_NORMAL,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	if (pg->flags & PAGE_FULL)
+		sefer__page_unfull(heap, pg);
 }
 
 /*
