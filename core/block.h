@@ -42,11 +42,13 @@ SEFER_INTERNAL void sefer__list_corrupt(const struct page *pg, const void *b, ui
  * cache line, where the byte-per-granule live map it replaces cost a second line per malloc and
  * per free and 4 KiB of resident map per 64 KiB page in use.
  *
- * A block on a cross-thread list, not yet collected, carries the *pending mark* instead (the
- * free mark with PENDING_FLIP flipped): a second free finds it, by another thread or by the
- * owner, whose fast path compares the mark's first two bytes only (block_mark_head_matches),
- * which the flip leaves alone, so it goes to free_slow(), which reads the whole word. The
- * collector checks it and writes the free mark.
+ * A block freed by another thread than its owner carries the *pending mark* instead (the free
+ * mark with PENDING_FLIP flipped), written by that free: in the freeing thread's batch
+ * (core/remote.h), on the page's cross-thread list, and on the free list after the owner
+ * collected it, until malloc hands it out again (collecting does not touch the blocks:
+ * page_collect_xthread). A second free finds it, by any thread, the owner's fast path
+ * included: that compares the mark's first two bytes only (block_mark_head_matches), which the
+ * flip leaves alone, so it goes to free_slow(), which reads the whole word.
  *
  * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
  * inside one, not past the carved ones), in one multiply and one compare.
@@ -305,15 +307,28 @@ static inline bool block_freeable(const struct page *pg, const struct block *b)
 
 /*
  * Owner, or any thread that has stopped the owner (checks, visits): is b, a carved block, the
- * program's? Pending blocks are (the owner has not taken them back yet). b may be live, so its
- * mark is peeked at, not opened (core/annotate.h). Always true without
- * CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the free lists).
+ * program's? Not with either mark: a pending block was freed, though its page counts it as
+ * handed out until the owner collects it (and a collected one may keep the mark on the free
+ * list: page_collect_xthread). b may be live, so its mark is peeked at, not opened
+ * (core/annotate.h). Always true without CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the
+ * free lists).
  */
 static inline bool block_live(const struct block *b)
 {
+	uintptr_t mark;
+
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return true;
-	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
+	mark = annotate_peek_word(&((const uintptr_t *)b)[1]);
+	return mark != free_mark(b) && mark != pending_mark(b);
+}
+
+/* The same asking: does b, a carved block, carry its pending mark? */
+static inline bool block_pending(const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	return annotate_peek_word(&((const uintptr_t *)b)[1]) == pending_mark(b);
 }
 
 /*

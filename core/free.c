@@ -205,7 +205,7 @@ static void xthread_free(struct heap *heap, struct heap *owner, struct segment *
 		heap_stat_call(heap, frees);
 		heap_stat_inc(heap, xthread_frees);
 	}
-	sefer__xthread_push(pg, b, b);
+	sefer__xthread_push(pg, b, b, 1);
 }
 
 /* free_slow() for a block of a page with no open batch: its segment's owner decides. */

@@ -12,14 +12,14 @@
 #include "core/heap.h"
 #include "core/remote.h"
 
-void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail)
+void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail, uint32_t n)
 {
 	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed), tag, next;
 
 	do {
 		tag = old & XT_MASK;
-		block_set_next(tail, (struct block *)(old & ~XT_MASK));
-		next = (uintptr_t)head | (tag == XT_FULL ? XT_FREEING : tag);
+		block_set_next(tail, (struct block *)xt_ptr(old));
+		next = (uintptr_t)head | (tag == XT_FULL ? XT_FREEING : tag) | xt_count_add(old, n);
 		/* release: the owner's acquire in collect sees the links (and pending marks)
 		 * written before; acquire: when we take FULL, the owner's earlier writes
 		 * (page_to_full's release) are visible before we write pg->delayed_next. */
@@ -52,7 +52,7 @@ void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail
 
 void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb)
 {
-	sefer__xthread_push(rb->page, rb->head, rb->tail);
+	sefer__xthread_push(rb->page, rb->head, rb->tail, rb->count);
 	rb->page = NULL;
 	r->open &= ~(1u << (rb - r->slot));
 }

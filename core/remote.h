@@ -48,6 +48,7 @@ struct remote_batch {
 	struct page *page; /* NULL: the slot is empty */
 	struct block *head, *tail;
 	int32_t bytes_left; /* published when it reaches 0 or less */
+	uint32_t count;
 	struct block_geometry geo;
 } cacheline_aligned;
 
@@ -63,8 +64,9 @@ SEFER_INTERNAL struct remote_batch *sefer__remote_batch_open(struct remote_frees
 							     struct page *pg);
 SEFER_INTERNAL void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb);
 SEFER_INTERNAL void sefer__remote_flush_all(struct remote_frees *r);
-/* Push the chain head .. tail (blocks of pg, linked, tail's link unset) onto pg's list. */
-SEFER_INTERNAL void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail);
+/* Push the chain head .. tail (n blocks of pg, linked, tail's link unset) onto pg's list. */
+SEFER_INTERNAL void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail,
+					uint32_t n);
 
 /* The slot of pg: its descriptor's index in its segment, mixed with the segment's address. */
 static always_inline struct remote_batch *remote_slot(struct remote_frees *r,
@@ -96,9 +98,11 @@ static always_inline void remote_batch_add(struct remote_frees *r, struct remote
 	if (rb->page == pg) {
 		block_set_next(b, rb->head);
 		rb->head = b;
+		rb->count++;
 	} else {
 		rb->page = pg;
 		rb->head = rb->tail = b;
+		rb->count = 1;
 		rb->bytes_left = REMOTE_BATCH_BYTES;
 		r->open |= 1u << (rb - r->slot);
 	}
