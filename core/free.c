@@ -175,7 +175,7 @@ static always_inline void batch_free(struct heap *heap, struct remote_batch *rb,
 
 /*
  * b, a block of pg that another heap owns (owner, as free_slow() read it) or that an exited
- * thread left: batched for its owner (core/remote.c) when that is a thread's default heap, or
+ * thread left: batched for its owner (core/remote.h) when that is a thread's default heap, or
  * checked, marked pending and pushed at once: into a first-class heap, an abandoned or a held
  * segment, from a thread with no heap, or a block too big to batch.
  */

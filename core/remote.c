@@ -54,13 +54,15 @@ void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb
 {
 	sefer__xthread_push(rb->page, rb->head, rb->tail, rb->count);
 	rb->page = NULL;
-	r->open &= ~(1u << (rb - r->slot));
+	r->open &= ~((uint64_t)1 << (rb - r->slot));
+	r->held_left += REMOTE_BATCH_BYTES - rb->bytes_left;
 }
 
 void sefer__remote_flush_all(struct remote_frees *r)
 {
 	while (r->open)
-		sefer__remote_batch_publish(r, &r->slot[__builtin_ctz(r->open)]);
+		sefer__remote_batch_publish(r, &r->slot[__builtin_ctzll(r->open)]);
+	r->held_left = REMOTE_HELD_BYTES;
 }
 
 struct remote_batch *sefer__remote_batch_open(struct remote_frees *r, struct remote_batch *rb,

@@ -310,7 +310,7 @@ static void *remote_freer(void *arg)
 	return NULL;
 }
 
-/* 16 classes of 16..976 bytes, a run of 8 blocks each: more pages than a freer has slots */
+/* 16 classes of 16..976 bytes, a run of 8 blocks each: batches open in many slots */
 static size_t remote_size(size_t i, bool mixed)
 {
 	return mixed ? 16 + ((i / 8) % 16) * 64 : 64;
@@ -374,9 +374,8 @@ static void remote_end(pthread_t t)
 	sem_destroy(&job.go);
 }
 
-/* Batched frees reach the owner: all but a bounded rest while the freer lives and blocks (the
- * most it may hold: REMOTE_SLOTS batches of less than REMOTE_BATCH_BYTES), all once it
- * publishes. */
+/* Batched frees reach the owner: all but a bounded rest while the freer lives and blocks (less
+ * than REMOTE_HELD_BYTES), all once it publishes. */
 START_TEST(remote_batches_reach_owner)
 {
 	static struct page *pages[REMOTE_N];
@@ -388,7 +387,7 @@ START_TEST(remote_batches_reach_owner)
 
 		freed = remote_run(&t, REMOTE_N, mixed, true, pages, &npages, &used0);
 		held = pages_used_bytes(pages, npages) - (used0 - freed);
-		ck_assert_msg(held < (uint64_t)REMOTE_SLOTS * REMOTE_BATCH_BYTES,
+		ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES,
 			      "%llu bytes held by a blocked thread", (unsigned long long)held);
 		sem_post(&job.go); /* publish: sefer_collect in the freer */
 		sem_wait(&job.freed);
