@@ -3,10 +3,12 @@
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
  * Cross-thread free is lock-free: the block joins the freeing thread's batch for its page, which
- * one CAS puts on the page's xthread list (core/remote.c; page.c for the tag protocol). With CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (block.h) and
- * that it is a carved block's start: the owner against the page descriptor, another thread
- * against the page geometry copied to the xthread line, so it reads no cache line the owner
- * writes at every malloc. The owner checks the pending mark again when it collects the block.
+ * one CAS puts on the page's xthread list (core/remote.h; page.c for the tag protocol). With
+ * CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (block.h) and that it is a carved
+ * block's start: the owner against the page descriptor, another thread against the page
+ * geometry copied to the xthread line (or the batch's copy of it), so it reads no cache line
+ * the owner writes at every malloc. An owner that walks a collected list checks the pending
+ * marks again.
  */
 #include <errno.h>
 
