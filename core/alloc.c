@@ -68,6 +68,8 @@ void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 			return NULL;
 		}
 	}
+	/* A latency bound for the thread's batched frees into other heaps (core/remote.h). */
+	remote_flush(&heap_get()->remote);
 	if (size > SMALL_MAX)
 		return sefer__large_alloc(heap, size, 0, zero);
 

@@ -47,11 +47,13 @@ SEFER_INTERNAL void *sefer__list_corrupt(const struct page *pg, const void *b, u
  * cache line, where the byte-per-granule live map it replaces cost a second line per malloc and
  * per free and 4 KiB of resident map per 64 KiB page in use.
  *
- * A block on a cross-thread list, not yet collected, carries the *pending mark* instead (the
- * free mark with PENDING_FLIP flipped): a second free finds it, by another thread or by the
- * owner, whose fast path compares the mark's first two bytes only (block_mark_head_matches),
- * which the flip leaves alone, so it goes to free_slow(), which reads the whole word. The
- * collector checks it and writes the free mark.
+ * A block freed by another thread than its owner carries the *pending mark* instead (the free
+ * mark with PENDING_FLIP flipped), written by that free: in the freeing thread's batch
+ * (core/remote.h), on the page's cross-thread list, and on the free list after the owner
+ * collected it, until malloc hands it out again (collecting does not touch the blocks:
+ * page_collect_xthread). A second free finds it, by any thread, the owner's fast path
+ * included: that compares the mark's first two bytes only (block_mark_head_matches), which the
+ * flip leaves alone, so it goes to free_slow(), which reads the whole word.
  *
  * What a mark cannot tell, block_start() does: whether p is where a carved block starts (not
  * inside one, not past the carved ones), in one multiply and one compare.
@@ -247,6 +249,39 @@ static always_inline bool block_offset_divisible(uint64_t div_magic, uint32_t of
 }
 
 /*
+ * A span's geometry as another thread sees it: its copies on the xthread line (core/segment.h,
+ * page_xthread_geometry) or, for the page of an open batch of remote frees, the batch's copy of
+ * them (core/remote.h). reserved only grows while the span is in use, so an older copy may
+ * refuse a block carved since, never accept one that is not.
+ */
+struct block_geometry {
+	uintptr_t start;    /* the span's first byte */
+	uint64_t div_magic; /* div_magic_of(block_size) */
+	uint32_t block_size, reserved;
+};
+
+/* Is b one of the carved blocks of a span of geometry g? Any thread. */
+static always_inline bool geometry_has_block(const struct block_geometry *g, const struct block *b)
+{
+	uintptr_t off = (uintptr_t)b - g->start;
+	uint32_t i;
+
+	if (!g->block_size || (uintptr_t)b < g->start || off >= SEGMENT_SIZE)
+		return false;
+	i = block_index_of(g->div_magic, (uint32_t)off);
+	return (uint32_t)off == i * g->block_size && i < g->reserved;
+}
+
+/* pg's geometry from its copies on the xthread line. Any thread. */
+static inline void page_xthread_geometry(const struct page *pg, struct block_geometry *g)
+{
+	g->start = meta_ptr_show(atomic_load_explicit(&pg->xt_start, memory_order_relaxed));
+	g->div_magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
+	g->block_size = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
+	g->reserved = atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
+}
+
+/*
  * block_start()'s bound for the blocks pg has carved: reserved * e, where e is what
  * block_size * div_magic exceeds 2^64 by (1 <= e <= block_size).
  */
@@ -303,15 +338,28 @@ static inline bool block_freeable(const struct page *pg, const struct block *b)
 
 /*
  * Owner, or any thread that has stopped the owner (checks, visits): is b, a carved block, the
- * program's? Pending blocks are (the owner has not taken them back yet). b may be live, so its
- * mark is peeked at, not opened (core/annotate.h). Always true without
- * CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the free lists).
+ * program's? Not with either mark: a pending block was freed, though its page counts it as
+ * handed out until the owner collects it (and a collected one may keep the mark on the free
+ * list: page_collect_xthread). b may be live, so its mark is peeked at, not opened
+ * (core/annotate.h). Always true without CONFIG_DEBUG_DOUBLE_FREE (the callers then ask the
+ * free lists).
  */
 static inline bool block_live(const struct block *b)
 {
+	uintptr_t mark;
+
 	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
 		return true;
-	return annotate_peek_word(&((const uintptr_t *)b)[1]) != free_mark(b);
+	mark = annotate_peek_word(&((const uintptr_t *)b)[1]);
+	return mark != free_mark(b) && mark != pending_mark(b);
+}
+
+/* The same asking: does b, a carved block, carry its pending mark? */
+static inline bool block_pending(const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	return annotate_peek_word(&((const uintptr_t *)b)[1]) == pending_mark(b);
 }
 
 /*

@@ -22,7 +22,8 @@ static void problem(struct check_ctx *c, const char *what, const void *where)
 	c->problems++;
 }
 
-static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
+/* The length of pg's free list from b; *pending: how many of them carry the pending mark. */
+static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b, size_t *pending)
 {
 	size_t n = 0, span = page_span_bytes(pg);
 
@@ -33,8 +34,9 @@ static size_t walk_list(struct check_ctx *c, struct page *pg, struct block *b)
 			problem(c, "free-list entry outside its page or misaligned", b);
 			break;
 		}
-		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && !block_marked_free(b))
+		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && !block_marked_free_or_pending(b))
 			problem(c, "free block without its free mark", b);
+		*pending += block_marked_pending(b);
 		if (++n > pg->capacity) {
 			problem(c, "free list longer than the page (cycle)", pg);
 			break;
@@ -52,15 +54,20 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||
 	    pg->used > pg->reserved)
 		problem(c, "page descriptor inconsistent", pg);
-	size_t nfree = walk_list(c, pg, pg->free);
+	size_t pending_free = 0, nfree = walk_list(c, pg, pg->free, &pending_free);
 
 	if (nfree + pg->used != pg->reserved)
 		problem(c, "free list + used blocks differ from carved blocks", pg);
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	size_t live = 0;
 
-	for (size_t i = 0; i < pg->reserved; i++)
-		live += block_live((struct block *)(page_start(pg) + i * pg->block_size));
+	/* used counts the live blocks and the pending ones not collected yet (block.h) */
+	for (size_t i = 0; i < pg->reserved; i++) {
+		const struct block *b = (struct block *)(page_start(pg) + i * pg->block_size);
+
+		live += block_live(b) + block_pending(b);
+	}
+	live -= pending_free;
 	if (!policy_keeps_small_blocks() && live != pg->used)
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||

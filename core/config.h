@@ -31,6 +31,12 @@
  * the library.
  */
 #define hot_entry __attribute__((aligned(CACHELINE)))
+/*
+ * Fetch p's cache line to write it soon: a line another core wrote last, read and then written,
+ * crosses once instead of coming shared and being taken over at the write. PREFETCHW where the
+ * target has it (x86 with -mprfchw or a -march that implies it), a plain prefetch elsewhere.
+ */
+#define prefetch_for_write(p) __builtin_prefetch((p), 1)
 /* sefer_vformat is C99 printf (%zu, %llu), not the msvcrt one mingw's "printf" checks for. */
 #if defined(_WIN32) && !defined(__clang__)
 #define __sefer_printf(f, a) __attribute__((format(gnu_printf, f, a)))

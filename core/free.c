@@ -2,11 +2,13 @@
 /*
  * Free slow paths: errors, full pages, cross-thread frees, abandoned segments, large objects.
  *
- * Cross-thread free is lock-free: one CAS on the page's xthread list (see page.c for the tag
- * protocol). With CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (block.h) and
- * that it is a carved block's start: the owner against the page descriptor, another thread
- * against the page geometry copied to the xthread line, so it reads no cache line the owner
- * writes at every malloc. The owner checks the pending mark again when it collects the block.
+ * Cross-thread free is lock-free: the block joins the freeing thread's batch for its page, which
+ * one CAS puts on the page's xthread list (core/remote.h; page.c for the tag protocol). With
+ * CONFIG_DEBUG_DOUBLE_FREE every free tests the block's marks (block.h) and that it is a carved
+ * block's start: the owner against the page descriptor, another thread against the page
+ * geometry copied to the xthread line (or the batch's copy of it), so it reads no cache line
+ * the owner writes at every malloc. An owner that walks a collected list checks the pending
+ * marks again.
  */
 #include <errno.h>
 
@@ -99,25 +101,6 @@ void sefer__large_release(struct segment *seg)
 }
 
 /*
- * Is b a block of pg that malloc may have handed out? From the copies on the xthread line, not
- * the owner's hot fields.
- */
-static bool xthread_block_ok(const struct page *pg, const struct block *b)
-{
-	uintptr_t start = meta_ptr_show(atomic_load_explicit(&pg->xt_start, memory_order_relaxed));
-	uint32_t bs = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
-	uintptr_t off = (uintptr_t)b - start;
-	uint32_t i;
-
-	if (!bs || (uintptr_t)b < start || off >= SEGMENT_SIZE)
-		return false;
-	i = block_index_of(atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed),
-			   (uint32_t)off);
-	return (uint32_t)off == i * bs &&
-	       i < atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
-}
-
-/*
  * Why p, in sefer's segment seg, is not a block the program holds, or NULL when it is:
  * realloc's test before it keeps, copies or frees the block (a free makes the same tests on
  * its way). *is_double tells a freed block from a pointer that never was one. Any thread: a
@@ -138,15 +121,77 @@ const char *sefer__block_not_held(struct segment *seg, const void *p, bool *is_d
 		}
 		return NULL;
 	}
-	if (!xthread_block_ok(page_of(seg, p), p))
+	struct block_geometry g;
+
+	page_xthread_geometry(page_of(seg, p), &g);
+	if (!geometry_has_block(&g, p))
 		return invalid_reason(seg, p, is_double);
 	why = block_freed_reason(p);
 	*is_double = why != NULL;
 	return why;
 }
 
-static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg, struct block *b)
+static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, struct page *pg,
+				   struct block *b)
 {
+	block_mark_pending(b);
+	annotate_block_free(b, rb->geo.block_size);
+	heap_stat_call(heap, frees);
+	heap_stat_inc(heap, xthread_frees);
+	remote_batch_add(&heap->remote, rb, pg, b);
+}
+
+/*
+ * batch_free()'s checks failed: b is past the batch's copy of the page's geometry (carved
+ * since it was taken, or not a block at all), or carries a mark. Asked again from the page.
+ */
+static noinline void batch_free_checked(struct heap *heap, struct remote_batch *rb,
+					struct segment *seg, struct page *pg, struct block *b)
+{
+	bool dbl;
+	const char *why = sefer__block_not_held(seg, b, &dbl);
+
+	if (why) {
+		sefer__report_error(dbl ? "double free" : "invalid free", b, why);
+		return;
+	}
+	page_xthread_geometry(pg, &rb->geo);
+	batch_add(heap, rb, pg, b);
+}
+
+/*
+ * b, a block of pg freed by the calling thread, joins rb, an open batch for pg (remote.h).
+ * With CONFIG_DEBUG_DOUBLE_FREE it is checked against the batch's copy of the page's geometry,
+ * in the freeing thread's own cache, and its mark.
+ */
+static always_inline void batch_free(struct heap *heap, struct remote_batch *rb,
+				     struct segment *seg, struct page *pg, struct block *b)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) &&
+	    unlikely(!geometry_has_block(&rb->geo, b) || block_freed_reason(b))) {
+		batch_free_checked(heap, rb, seg, pg, b);
+		return;
+	}
+	batch_add(heap, rb, pg, b);
+}
+
+/*
+ * b, a block of pg that another heap owns (owner, as free_slow() read it) or that an exited
+ * thread left: batched for its owner (core/remote.h) when that is a thread's default heap, or
+ * checked, marked pending and pushed at once: into a first-class heap, an abandoned or a held
+ * segment, from a thread with no heap, or a block too big to batch.
+ */
+static void xthread_free(struct heap *heap, struct heap *owner, struct segment *seg,
+			 struct page *pg, struct block *b)
+{
+	if (heap != &sefer__heap_empty && heap_is_default(owner)) {
+		struct remote_batch *rb = remote_batch_for(&heap->remote, pg);
+
+		if (rb) {
+			batch_free(heap, rb, seg, pg, b);
+			return;
+		}
+	}
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
 		bool dbl;
 		const char *why = sefer__block_not_held(seg, b, &dbl);
@@ -162,53 +207,13 @@ static void xthread_free(struct heap *heap, struct segment *seg, struct page *pg
 		heap_stat_call(heap, frees);
 		heap_stat_inc(heap, xthread_frees);
 	}
-
-	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed), tag, next;
-
-	do {
-		tag = old & XT_MASK;
-		block_set_next(b, (struct block *)(old & ~XT_MASK));
-		next = (uintptr_t)b | (tag == XT_FULL ? XT_FREEING : tag);
-		/* release: the owner's acquire in collect sees the link written above; acquire:
-		 * when we take FULL, the owner's earlier writes (page_to_full's release) are
-		 * visible before we write pg->delayed_next. */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&pg->xthread, &old, next, memory_order_acq_rel, memory_order_relaxed));
-	if (tag != XT_FULL)
-		return;
-
-	/* We moved the page FULL -> FREEING: tell its owner, which cannot change meanwhile.
-	 * acquire is not what makes this safe: the owner wrote seg->owner before its release
-	 * CAS to FULL, which our acq_rel CAS above read, so the value is already visible; heap
-	 * structs are never unmapped and `delayed` is atomic. Kept as acquire for clarity. */
-	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_acquire);
-	struct page *head = atomic_load_explicit(&owner->delayed, memory_order_relaxed);
-
-	/* release: publishes pg->delayed_next to the owner's acquire exchange (heap.c). */
-	do
-		pg->delayed_next = head;
-	while (!atomic_compare_exchange_weak_explicit(&owner->delayed, &head, pg,
-						      memory_order_release, memory_order_relaxed));
-	/* release FREEING -> NOTIFIED: pairs with the owner's acquire in wait_not_freeing() and
-	 * segment_mark_never(), which then know the delayed-list link above is complete. */
-	old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
-	while ((old & XT_MASK) == XT_FREEING &&
-	       !atomic_compare_exchange_weak_explicit(&pg->xthread, &old,
-						      (old & ~XT_MASK) | XT_NOTIFIED,
-						      memory_order_release, memory_order_relaxed))
-		;
+	sefer__xthread_push(pg, b, b, 1);
 }
 
-void sefer__free_slow(void *p)
+/* free_slow() for a block of a page with no open batch: its segment's owner decides. */
+static noinline void free_by_owner(struct heap *heap, struct segment *seg, struct page *pg,
+				   void *p)
 {
-	struct heap *heap = heap_get();
-	struct segment *seg = segment_of(p);
-
-	if (unlikely(!segtab_contains(seg))) {
-		sefer__free_foreign(p);
-		return;
-	}
-	struct page *pg = page_of(seg, p);
 	struct heap *owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
 
 	if (owner == LARGE_OWNER) {
@@ -244,5 +249,29 @@ void sefer__free_slow(void *p)
 	 * an abandoned segment marks it as this heap's to reclaim first (abandoned_pick). */
 	if (!owner && atomic_load_explicit(&seg->freed_by, memory_order_relaxed) != heap)
 		atomic_store_explicit(&seg->freed_by, heap, memory_order_relaxed);
-	xthread_free(heap, seg, pg, p);
+	xthread_free(heap, owner, seg, pg, p);
+}
+
+void sefer__free_slow(void *p)
+{
+	struct heap *heap = heap_get();
+	struct segment *seg = segment_of(p);
+
+	if (unlikely(!segtab_contains(seg))) {
+		sefer__free_foreign(p);
+		return;
+	}
+	/* for writing: a block another thread wrote last (a cross-thread free, the common case
+	 * here) comes over once, not shared first and taken over when its mark is written */
+	prefetch_for_write(p);
+	struct page *pg = page_of(seg, p);
+	struct remote_batch *rb = remote_slot(&heap->remote, pg);
+
+	/* pg has an open batch, so it is a live page of a thread's default heap (remote.h): no
+	 * owner to ask. (It may be this thread's by now, an adopted segment: the block then
+	 * reaches it through its xthread list, as it would have from the batch.) */
+	if (rb->page == pg)
+		batch_free(heap, rb, seg, pg, p);
+	else
+		free_by_owner(heap, seg, pg, p);
 }

@@ -45,6 +45,8 @@ void sefer__heap_reset(struct heap *heap)
 		heap->direct[i] = &sefer__page_empty;
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
+	sefer_assert(!heap->remote.open); /* published at exit (abandon) */
+	remote_frees_reset(&heap->remote);
 	sefer__segment_set_reset(&heap->segments, heap);
 	memset(&heap->policy, 0, sizeof(heap->policy));
 	heaps_reset(heap);
@@ -107,9 +109,7 @@ void sefer__heap_drain_delayed(struct heap *heap)
 
 		if (atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed) == heap) {
 			wait_not_freeing(pg);
-			sefer__page_collect_xthread(pg, XT_NORMAL);
-			if (pg->flags & PAGE_FULL)
-				sefer__page_unfull(heap, pg);
+			sefer__page_delayed_back(heap, pg);
 		}
 		pg = next;
 	}
@@ -139,6 +139,7 @@ void sefer__heap_release_empty(struct heap *heap)
 /* Collect every page's frees, release empty pages, purge (all pending with force). */
 void sefer__heap_collect(struct heap *heap, bool force)
 {
+	remote_flush(&heap_get()->remote); /* the caller's frees into other heaps, too */
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap);
 	sefer__policy_collect_all(heap, force);
@@ -218,6 +219,10 @@ struct heap *sefer__heap_init_thread(void)
 
 void sefer__heap_abandon(struct heap *heap)
 {
+	/* The thread's batched frees into other heaps (core/remote.h) reach their owners: a
+	 * batch outliving its thread would hold their blocks for good. First: a batch may hold
+	 * blocks of segments this heap adopted, which the collect below takes. */
+	remote_flush(&heap->remote);
 	/* 0. The thread's first-class heaps lose their owner (core/heaps.c). */
 	sefer__heaps_orphan_children(heap);
 	/* 1. No pusher may link a page into our delayed list any more. */

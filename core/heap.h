@@ -29,6 +29,7 @@
 #include "core/lock.h"
 #include "core/owned.h"
 #include "core/policy.h"
+#include "core/remote.h"
 #include "core/segment.h"
 
 struct page_queue {
@@ -72,6 +73,7 @@ struct heap {
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
+	struct remote_frees remote; /* this thread's batches of cross-thread frees (remote.h) */
 	struct policy_heap policy; /* per-heap state of the enabled policies */
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
 #if IS_ENABLED(CONFIG_HARDENED)
@@ -143,6 +145,7 @@ SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);
+SEFER_INTERNAL void sefer__page_delayed_back(struct heap *heap, struct page *pg);
 
 /* Hot-path bodies of the policies, which need struct heap (core/policy_hot.h). */
 #include "core/policy_hot.h"

@@ -118,7 +118,7 @@ SEFER_API struct sefer_heap *sefer_heap_new(void)
 		return NULL;
 	}
 	sefer__heap_setup(heap);
-	heap->fc.first_class = true;
+	__atomic_store_n(&heap->fc.first_class, true, __ATOMIC_RELAXED); /* heap_is_default */
 	children_link(me, heap);
 	stat_add(&sefer__gstats.heaps, NULL, 1);
 	atomic_store_explicit(&heap->fc.home, me, memory_order_relaxed);

@@ -31,7 +31,7 @@ static inline void heaps_struct_init(struct heap *heap)
 static inline void heaps_reset(struct heap *heap)
 {
 	atomic_store_explicit(&heap->fc.home, NULL, memory_order_relaxed);
-	heap->fc.first_class = false;
+	__atomic_store_n(&heap->fc.first_class, false, __ATOMIC_RELAXED); /* heap_is_default */
 	heap->fc.children = heap->fc.next_child = heap->fc.prev_child = NULL;
 	heap->fc.large = NULL; /* large_lock is free here: it is never reset but in a fork child */
 	heap->fc.large_visiting = false;
@@ -49,6 +49,18 @@ static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 {
 	return owner_is_heap(owner) &&
 	       atomic_load_explicit(&((struct heap *)owner)->fc.home, memory_order_relaxed) == me;
+}
+
+/*
+ * Is owner (a small segment's owner field, read by any thread) a thread's default heap? Not a
+ * first-class heap, which destroy may drop with its segments (core/remote.h), nor a sentinel.
+ * Relaxed: a stale owner read this way belongs to a heap struct now reused, and the segment is
+ * then abandoned, not a first-class heap's (heaps never adopt).
+ */
+static inline bool heap_is_default(const struct heap *owner)
+{
+	return owner_is_heap(owner) &&
+	       !__atomic_load_n(&((const struct heap *)owner)->fc.first_class, __ATOMIC_RELAXED);
 }
 
 /* large_alloc: a first-class heap keeps a list of its large blocks (visit, destroy). */
@@ -125,6 +137,11 @@ static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
 {
 	(void)owner, (void)me;
 	return false;
+}
+
+static inline bool heap_is_default(const struct heap *owner)
+{
+	return owner_is_heap(owner);
 }
 
 static inline void heaps_large_track(struct heap *heap, struct segment *seg)

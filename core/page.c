@@ -199,6 +199,12 @@ static void page_init(struct heap *heap, struct page *pg, unsigned bin)
 /*
  * Take the blocks other threads freed into pg and put them on its free list. The tag is kept,
  * or set to new_tag if new_tag != (uintptr_t)-1. Returns whether any block was taken.
+ *
+ * The list comes with its length (segment.h), so onto an empty free list (page_find(), where
+ * nearly every collect happens) it goes whole, without touching a block: the blocks keep
+ * their pending marks until malloc clears them (block.h), and the first miss on each is
+ * malloc's, right before the program uses it, instead of one here and one there. Onto a
+ * non-empty list, or with the length unknown, the list is walked for its tail and length.
  */
 bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 {
@@ -213,23 +219,22 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pg->xthread, &old, tag, memory_order_acquire, memory_order_relaxed));
 	struct block *head = (struct block *)xt_ptr(old), *b = head, *last = NULL;
-	uint32_t n = 0;
+	uint32_t n = xt_count(old);
 
 	if (!head)
 		return false;
-	for (; b; b = block_next(pg, b)) {
-		if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
+	if (pg->free || n == XT_COUNT_UNKNOWN) {
+		for (n = 0; b; b = block_next(pg, b)) {
 			/* its owner freed it (free mark) or handed it out again (no mark) */
-			if (!block_marked_pending(b))
+			if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && !block_marked_pending(b))
 				sefer__report_corruption(
 					"cross-thread free list holds a block that is not pending",
 					b);
-			block_mark_free(b); /* no longer pending (block.h) */
+			last = b;
+			n++;
 		}
-		last = b;
-		n++;
+		block_set_next(last, pg->free);
 	}
-	block_set_next(last, pg->free);
 	pg->free = head;
 	sefer_assert(n <= pg->used); /* the pending blocks were counted as handed out */
 	pg->used -= n; /* handed out until now: pending (segment.h) */
@@ -297,6 +302,25 @@ void sefer__page_unfull(struct heap *heap, struct page *pg)
 }
 
 /*
+ * pg, drained from the delayed list (a pusher found it full), goes back to its bin queue with
+ * what was pushed left on its xthread list (NOTIFIED -> NORMAL), for page_find() to collect
+ * when it reaches the page: page_unfull() queues it at the back, and the pages ahead of it are
+ * used first. Collecting here walked every pushed block while it was still in the freeing
+ * thread's cache, and malloc missed on it again when it got there (xfer, a producer and a
+ * consumer of 64-byte blocks: a miss per block in the walk and another in malloc).
+ */
+void sefer__page_delayed_back(struct heap *heap, struct page *pg)
+{
+	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+
+	while (!atomic_compare_exchange_weak_explicit(&pg->xthread, &old, (old & ~XT_MASK) | XT_NORMAL,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	if (pg->flags & PAGE_FULL)
+		sefer__page_unfull(heap, pg);
+}
+
+/*
  * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
  * it moves to the front of its queue; it is given back only when the front page is empty too
  * (two empty pages in one bin), so alloc-N/free-N patterns do not map and carve a page per
@@ -341,7 +365,7 @@ bool sefer__page_queue_usable(struct heap *heap, unsigned bin)
 {
 	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next)
 		if (pg->free || pg->reserved < pg->capacity ||
-		    atomic_load_explicit(&pg->xthread, memory_order_relaxed) & ~XT_MASK)
+		    xt_ptr(atomic_load_explicit(&pg->xthread, memory_order_relaxed)))
 			return true;
 	return false;
 }

@@ -41,7 +41,13 @@
 
 struct block;
 
-/* Tags in the low bits of page->xthread (blocks are 16-byte aligned). */
+/*
+ * page->xthread: the list's first block, a tag in its low bits (blocks are 16-byte aligned),
+ * and on 64-bit targets the list's length in the bits above CONFIG_VA_BITS (no block lies
+ * above 2^VA_BITS: core/segtab.h), so the owner takes the list and its length in one exchange
+ * and need not walk it (page_collect_xthread). A length the field cannot hold reads as
+ * XT_COUNT_UNKNOWN, and the owner counts.
+ */
 enum xthread_tag {
 	XT_NORMAL = 0,	 /* push the block, nothing else */
 	XT_FULL = 1,	 /* page is in the owner's full queue: the pusher notifies the owner */
@@ -51,9 +57,46 @@ enum xthread_tag {
 #define XT_MASK ((uintptr_t)3)
 #define XT_NEVER XT_NOTIFIED /* abandoned / abandoning: pushers only push */
 
+#if UINTPTR_MAX > 0xffffffffu
+#define XT_COUNT_SHIFT CONFIG_VA_BITS
+#define XT_PTR_MASK ((((uintptr_t)1 << XT_COUNT_SHIFT) - 1) & ~XT_MASK)
+#define XT_COUNT_UNKNOWN ((uint32_t)(UINTPTR_MAX >> XT_COUNT_SHIFT))
+_Static_assert(64 - CONFIG_VA_BITS <= 32, "the length field fits a uint32_t");
+
+/* The length of the list in v, or XT_COUNT_UNKNOWN. */
+static inline uint32_t xt_count(uintptr_t v)
+{
+	return (uint32_t)(v >> XT_COUNT_SHIFT);
+}
+
+/* The length field of a list of v's blocks and n more. */
+static inline uintptr_t xt_count_add(uintptr_t v, uint32_t n)
+{
+	uint32_t c = xt_count(v);
+
+	c = c >= XT_COUNT_UNKNOWN - n ? XT_COUNT_UNKNOWN : c + n;
+	return (uintptr_t)c << XT_COUNT_SHIFT;
+}
+#else /* no room: the owner counts */
+#define XT_PTR_MASK (~XT_MASK)
+#define XT_COUNT_UNKNOWN 0u
+
+static inline uint32_t xt_count(uintptr_t v)
+{
+	(void)v;
+	return XT_COUNT_UNKNOWN;
+}
+
+static inline uintptr_t xt_count_add(uintptr_t v, uint32_t n)
+{
+	(void)v, (void)n;
+	return 0;
+}
+#endif
+
 static inline uintptr_t xt_ptr(uintptr_t v)
 {
-	return v & ~XT_MASK;
+	return v & XT_PTR_MASK;
 }
 
 static inline uintptr_t xt_tag(uintptr_t v)

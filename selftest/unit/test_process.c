@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,6 +57,28 @@ static void free_on_thread(void *p)
 	pthread_join(t, NULL);
 }
 
+/*
+ * A freer that holds p in its open batch (core/remote.h: not published, it blocks): held_p is
+ * freed on it, then `held` is posted and it waits for ever (the child ends at the report).
+ */
+static sem_t held;
+
+static void *free_and_hold(void *p)
+{
+	sefer_free(p);
+	sem_post(&held);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void *free_twice(void *p)
+{
+	sefer_free(p);
+	sefer_free(p); /* still in this thread's batch */
+	return NULL;
+}
+
 int child_main(const char *mode)
 {
 	char *p;
@@ -81,6 +104,32 @@ int child_main(const char *mode)
 		}
 		pthread_create(&t, NULL, free_it, interior ? p + 16 : p);
 		pthread_join(t, NULL);
+		return 0;
+	}
+	if (!strcmp(mode, "batch-double-free") || !strcmp(mode, "batch-then-owner-free") ||
+	    !strcmp(mode, "batch-then-other-free")) {
+		/* A second free of a block that another thread's batch holds, unpublished: by that
+		 * thread, by the owner, by a third thread. Its pending mark was written when the
+		 * block joined the batch. */
+		pthread_t t;
+
+		p = sefer_malloc(64);
+		kept = sefer_malloc(64); /* keep the page alive */
+		fprintf(stderr, "addr=%p\n", (void *)p);
+		if (!strcmp(mode, "batch-double-free")) {
+			pthread_create(&t, NULL, free_twice, p);
+			pthread_join(t, NULL);
+			return 0;
+		}
+		sem_init(&held, 0, 0);
+		pthread_create(&t, NULL, free_and_hold, p);
+		sem_wait(&held);
+		if (!strcmp(mode, "batch-then-owner-free")) {
+			sefer_free(p);
+		} else {
+			pthread_create(&t, NULL, free_it, p);
+			pthread_join(t, NULL);
+		}
 		return 0;
 	}
 	if (!strcmp(mode, "self-pointer")) {
@@ -294,6 +343,9 @@ static const struct bad_free bad_frees[] = {
 	{ "xthread-interior", "invalid free", "inside of a block", false },
 	{ "uncarved-free", "invalid free", "not inside an allocated block", false },
 	{ "xthread-uncarved", "invalid free", "not inside an allocated block", false },
+	{ "batch-double-free", "double free", "already free", false },
+	{ "batch-then-owner-free", "double free", "cross-thread, pending", false },
+	{ "batch-then-other-free", "double free", "already free", false },
 };
 
 static const struct bad_free bad_frees_always[] = {

@@ -2,6 +2,7 @@
 /* Threads: cross-thread free reuse, exit while others free, adoption, stats, lock waits. */
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/heap.h"
 #include "core/lock.h"
 #include "core/stats.h"
 #include "sefer/os.h"
@@ -276,6 +278,147 @@ START_TEST(spin_waiter_yields)
 }
 END_TEST
 
+/*
+ * Remote frees (core/remote.h): a thread that frees another thread's blocks batches them per
+ * page and publishes a batch with one CAS. The owner gets every block back: what a live
+ * thread still holds is bounded, and nothing is held once it publishes (sefer_collect) or
+ * exits. Measured on the blocks' own pages (the owner's counts, after it collects), not the
+ * process's in-use total, which thread creation and the test harness move.
+ */
+#define REMOTE_N 3000
+
+static struct remote_job {
+	void **p;
+	size_t n;
+	sem_t start, freed, go;
+	bool publish; /* after go: sefer_collect (publishes), else exit at once */
+} job;
+
+static void *remote_freer(void *arg)
+{
+	(void)arg;
+	sem_wait(&job.start);
+	for (size_t i = 0; i < job.n; i++)
+		sefer_free(job.p[i]);
+	sem_post(&job.freed);
+	sem_wait(&job.go); /* blocked, holding its open batches */
+	if (job.publish) {
+		sefer_collect(false);
+		sem_post(&job.freed);
+		sem_wait(&job.go);
+	}
+	return NULL;
+}
+
+/* 16 classes of 16..976 bytes, a run of 8 blocks each: batches open in many slots */
+static size_t remote_size(size_t i, bool mixed)
+{
+	return mixed ? 16 + ((i / 8) % 16) * 64 : 64;
+}
+
+/* The bytes the pages of blocks q[0 .. n) count as handed out, after the owner collects. */
+static uint64_t pages_used_bytes(struct page **pages, size_t npages)
+{
+	uint64_t sum = 0;
+
+	sefer_collect(false);
+	for (size_t i = 0; i < npages; i++)
+		sum += (uint64_t)pages[i]->used * pages[i]->block_size;
+	return sum;
+}
+
+/*
+ * The owner allocates n blocks, a freer thread frees them and blocks. Returns the bytes it
+ * freed; *pages (npages of them) the pages they are on, *used0 those pages' used bytes before.
+ */
+static uint64_t remote_run(pthread_t *t, size_t n, bool mixed, bool publish, struct page **pages,
+			   size_t *npages, uint64_t *used0)
+{
+	static void *p[REMOTE_N];
+	uint64_t bytes = 0;
+
+	job.p = p;
+	job.n = n;
+	job.publish = publish;
+	sem_init(&job.start, 0, 0);
+	sem_init(&job.freed, 0, 0);
+	sem_init(&job.go, 0, 0);
+	pthread_create(t, NULL, remote_freer, NULL); /* before: its TLS may be malloc'd */
+	*npages = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct page *pg;
+		size_t k;
+
+		p[i] = sefer_malloc(remote_size(i, mixed));
+		ck_assert_ptr_nonnull(p[i]);
+		memset(p[i], 0x5a, 16);
+		bytes += sefer_usable_size(p[i]);
+		pg = page_of(segment_of(p[i]), p[i]);
+		for (k = 0; k < *npages && pages[k] != pg; k++)
+			;
+		if (k == *npages)
+			pages[(*npages)++] = pg;
+	}
+	*used0 = pages_used_bytes(pages, *npages);
+	sem_post(&job.start);
+	sem_wait(&job.freed);
+	return bytes;
+}
+
+static void remote_end(pthread_t t)
+{
+	sem_post(&job.go);
+	pthread_join(t, NULL);
+	sem_destroy(&job.start);
+	sem_destroy(&job.freed);
+	sem_destroy(&job.go);
+}
+
+/* Batched frees reach the owner: all but a bounded rest while the freer lives and blocks (less
+ * than REMOTE_HELD_BYTES), all once it publishes. */
+START_TEST(remote_batches_reach_owner)
+{
+	static struct page *pages[REMOTE_N];
+
+	for (int mixed = 0; mixed < 2; mixed++) {
+		uint64_t used0, freed, held;
+		size_t npages;
+		pthread_t t;
+
+		freed = remote_run(&t, REMOTE_N, mixed, true, pages, &npages, &used0);
+		held = pages_used_bytes(pages, npages) - (used0 - freed);
+		ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES,
+			      "%llu bytes held by a blocked thread", (unsigned long long)held);
+		sem_post(&job.go); /* publish: sefer_collect in the freer */
+		sem_wait(&job.freed);
+		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
+		remote_end(t);
+	}
+	ck_assert_int_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/* A thread that exits with open batches publishes them: the owner gets every block back. */
+START_TEST(remote_exit_loses_nothing)
+{
+	static struct page *pages[REMOTE_N];
+
+	for (int mixed = 0; mixed < 2; mixed++) {
+		size_t n = mixed ? REMOTE_N : 100; /* batches in many slots; one batch, not full */
+		uint64_t used0, freed;
+		size_t npages;
+		pthread_t t;
+
+		freed = remote_run(&t, n, mixed, false, pages, &npages, &used0);
+		if (!mixed) /* 6400 bytes fill no batch: the blocked freer holds them */
+			ck_assert_uint_gt(pages_used_bytes(pages, npages), used0 - freed);
+		remote_end(t);
+		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
+	}
+	ck_assert_int_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 Suite *threads_suite(void)
 {
 	Suite *s = suite_create("threads");
@@ -288,6 +431,10 @@ Suite *threads_suite(void)
 	if (IS_ENABLED(CONFIG_STATS) && (sefer__os.features & SEFER_OS_YIELD))
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("remote");
+	tcase_add_test(tc, remote_batches_reach_owner);
+	tcase_add_test(tc, remote_exit_loses_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
