@@ -513,8 +513,9 @@ static _Atomic(uint64_t) handoff_bound_last;
  * segments' free slots, seg->handoff_pages), or 7/8 of the last bound when that is more (the
  * exits of one generation's workers need not all come at its end, and what one interval took
  * varies 10x); the dirty slots over the bound are purged at once. Without it, tgstress
- * (8 threads, 50 generations) kept 35-39 MiB of dirty slots at each exit, many in runs no
- * new span fit, and its peak RSS was 89 MiB against glibc's 23 (2.0x mimalloc 2.0.9's).
+ * (8 threads, 50 generations) kept 35-39 MiB of dirty slots at each exit, of which the next
+ * threads took 1-10 MiB, and its peak RSS was 85-90 MiB against glibc's 23-25 (2.3x mimalloc
+ * 2.0.9's); with it 40-43 MiB, at 0.85-0.92x the throughput (Documentation/decommit.rst).
  */
 #define HANDOFF_KEEP_FACTOR 4
 
