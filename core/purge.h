@@ -44,6 +44,7 @@ SEFER_INTERNAL uint64_t sefer__purge_unowned_delay(void);
 /* thread generations: the last worker's exit, and the next threads taking what it left */
 SEFER_INTERNAL void sefer__purge_last_exit(void);
 SEFER_INTERNAL void sefer__purge_handoff_taken(void);
+SEFER_INTERNAL void sefer__purge_handoff_used(struct segment *seg, uint64_t bits);
 
 /* Is a purge pass worth a look (the set's deadline, or the global one, set)? */
 static inline bool purge_pending(const struct segment_set *set)

@@ -199,6 +199,7 @@ struct segment {
 	uint64_t dirty_pages;  /* free slots whose memory is committed and was used */
 	uint64_t purged_pages; /* free slots purged (given back to the OS) */
 	uint64_t unowned_purged; /* of those, purged while no heap owned it (core/purge.c) */
+	uint64_t handoff_pages;  /* free slots a kept last exit handed to the next threads */
 	uint64_t purge_at;     /* earliest slot_since + delay of a dirty slot (ms); 0 = none */
 	uint32_t used_pages;
 	bool has_space;	       /* on its set's with_space list (else its full list) */

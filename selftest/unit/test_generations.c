@@ -624,6 +624,67 @@ START_TEST(handoff_kept_for_the_next_generation)
 END_TEST
 
 /*
+ * A kept hand-off is bounded by what the next threads took of the last one (core/purge.c,
+ * "thread generations"): one worker leaves 48 dirty slots of 64 KiB blocks, then workers that
+ * each take a span or two of what was handed to them follow at once. With a delay no test waits
+ * out, no deadline purges anything: the bound alone gives the big worker's slots back, while
+ * every exit is still a kept one.
+ */
+#define BOUND_BIG (48 * SPAGE_SIZE / (64 << 10)) /* 64 KiB blocks: 48 slots */
+static void *bound_worker(void *arg)
+{
+	static void *v[BOUND_BIG];
+	size_t n = arg ? BOUND_BIG : 0;
+
+	sefer_free(handoff_left);
+	handoff_left = sefer_malloc(3000);
+	memset(handoff_left, 9, 3000);
+	for (size_t i = 0; i < n; i++) {
+		v[i] = sefer_malloc(64 << 10);
+		memset(v[i], 7, 64 << 10);
+	}
+	for (size_t i = 0; i < n; i++)
+		sefer_free(v[i]);
+	return NULL;
+}
+
+static void bound_generation(bool big)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, bound_worker, big ? (void *)1 : NULL);
+	pthread_join(t, NULL);
+}
+
+START_TEST(handoff_bounded_by_next_use)
+{
+	uint64_t base = sefer__opt.purge_delay_ms;
+	struct sefer_stats s0, s1;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS || !base || base > 1000)
+		return;
+	sefer__opt.purge_delay_ms = 100000; /* no deadline comes during the test */
+	sefer_free(sefer_malloc(32)); /* this thread's heap: each worker is the last but one */
+	handoff_left = NULL;
+	bound_generation(false);
+	bound_generation(false);
+	bound_generation(true); /* its exit is kept: 48 dirty slots and more stay */
+	s0 = stats();
+	for (int i = 0; i < 40; i++)
+		bound_generation(false);
+	s1 = stats();
+	ck_assert_uint_eq(s1.handoffs_kept, s0.handoffs_kept + 40);
+	ck_assert_msg(s1.purged >= s0.purged + (uint64_t)40 * SPAGE_SIZE,
+		      "kept hand-offs held %llu bytes of dirty slots the next workers did not need",
+		      (unsigned long long)(s1.purged - s0.purged));
+	ck_assert_uint_eq(((uint8_t *)handoff_left)[2999], 9);
+	sefer_free(handoff_left);
+	sefer__opt.purge_delay_ms = base;
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
  * The unowned delay's backoff (core/purge.c): the global pass purges an abandoned segment's
  * free slots at their deadline and marks them; a span that takes them soon after raises the
  * delay of the segments no heap owns, by at least one step.
@@ -690,6 +751,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, partial_pages_taken_over);
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
+	tcase_add_test(tc, handoff_bounded_by_next_use);
 	tcase_add_test(tc, unowned_backoff_follows_reuse);
 	suite_add_tcase(s, tc);
 	return s;
