@@ -35,9 +35,10 @@
  * Fetch p's cache line to write it soon: a line another core wrote last, read and then written,
  * crosses once instead of coming shared and being taken over at the write. On x86-64 it is
  * PREFETCHW whatever -march says: gcc emits it for __builtin_prefetch(p, 1) only with -mprfchw,
- * and otherwise a PREFETCHT0, which fetches the line shared; the cross-thread free (read the
- * block's mark, then write it and the link) then took the line twice, and ran 1.27x the time of
- * a build without CONFIG_DEBUG_DOUBLE_FREE (xfer 64 B 1:1) where its own reads were not the cost.
+ * and otherwise a PREFETCHT0, which fetches the line shared: the cross-thread free (read the
+ * block's mark, then write it and the link) then took the line twice. With this and a shorter
+ * batch check (core/free.c) xfer 64 B 1:1 went from 1.27x to 1.06x the time of a build without
+ * CONFIG_DEBUG_DOUBLE_FREE (Documentation/benchmarks.rst).
  * Every x86-64 processor executes the instruction (those before PREFETCHW's CPUID bit, Intel's
  * up to Haswell, as a no-op). A plain prefetch elsewhere.
  */
