@@ -145,7 +145,8 @@ static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, 
 
 /*
  * batch_free()'s checks failed: b is past the batch's copy of the page's geometry (carved
- * since it was taken, or not a block at all), or carries a mark. Asked again from the page.
+ * since it was taken, or not a block at all), the copy has no bound (geometry_set_limit), or b
+ * carries a mark. Asked again from the page.
  */
 static noinline void batch_free_checked(struct heap *heap, struct remote_batch *rb,
 					struct segment *seg, struct page *pg, struct block *b)
