@@ -37,8 +37,8 @@
  * PREFETCHW whatever -march says: gcc emits it for __builtin_prefetch(p, 1) only with -mprfchw,
  * and otherwise a PREFETCHT0, which fetches the line shared: the cross-thread free (read the
  * block's mark, then write it and the link) then took the line twice. With this and a shorter
- * batch check (core/free.c) xfer 64 B 1:1 went from 1.27x to 1.06x the time of a build without
- * CONFIG_DEBUG_DOUBLE_FREE (Documentation/benchmarks.rst).
+ * batch check (core/free.c) xfer 64 B 1:1 went from 1.27x the time of a build without
+ * CONFIG_DEBUG_DOUBLE_FREE to 1.06x-1.17x in three runs (Documentation/benchmarks.rst).
  * Every x86-64 processor executes the instruction (those before PREFETCHW's CPUID bit, Intel's
  * up to Haswell, as a no-op). A plain prefetch elsewhere.
  */
