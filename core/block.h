@@ -257,6 +257,7 @@ static always_inline bool block_offset_divisible(uint64_t div_magic, uint32_t of
 struct block_geometry {
 	uintptr_t start;    /* the span's first byte */
 	uint64_t div_magic; /* div_magic_of(block_size) */
+	uint64_t limit;	    /* geometry_set_limit(): block_start()'s bound, or 0 */
 	uint32_t block_size, reserved;
 };
 
@@ -279,6 +280,33 @@ static inline void page_xthread_geometry(const struct page *pg, struct block_geo
 	g->div_magic = atomic_load_explicit(&pg->xt_div_magic, memory_order_relaxed);
 	g->block_size = atomic_load_explicit(&pg->xt_block_size, memory_order_relaxed);
 	g->reserved = atomic_load_explicit(&pg->xt_reserved, memory_order_relaxed);
+}
+
+/*
+ * g->limit: block_start()'s bound (block_limit()) for g, so that geometry_block_start() tests a
+ * block in one multiply and one compare, where geometry_has_block() takes some twenty
+ * instructions (a cross-thread free's batch: core/remote.h). The copies are read one at a time
+ * and may mix two of a slot's spans when the free is a bad one (a block of a span freed since):
+ * a div_magic that is not block_size's could make the bound accept the inside of a block, so
+ * the bound is 0 (every block goes to the full test) unless div_magic is block_size's. One
+ * divide per batch, not per free.
+ */
+static inline void geometry_set_limit(struct block_geometry *g)
+{
+	g->limit = 0;
+	if (g->block_size && g->div_magic == div_magic_of(g->block_size))
+		g->limit = (uint64_t)g->reserved * (uint64_t)(g->block_size * g->div_magic);
+}
+
+/*
+ * Is b, in one of g's span's slots, one of its carved blocks, with g->limit set? The test of
+ * block_start() below on g's copies: a false answer is only a maybe (a stale or unset bound),
+ * which geometry_has_block() settles.
+ */
+static always_inline bool geometry_block_start(const struct block_geometry *g,
+					       const struct block *b)
+{
+	return ((uintptr_t)b - g->start) * g->div_magic < g->limit;
 }
 
 /*
@@ -352,6 +380,17 @@ static inline bool block_live(const struct block *b)
 		return true;
 	mark = annotate_peek_word(&((const uintptr_t *)b)[1]);
 	return mark != free_mark(b) && mark != pending_mark(b);
+}
+
+/*
+ * Any thread: does b, a carved block start that may be live, carry either of its marks? One
+ * load and one compare: block_freed_reason() says which.
+ */
+static always_inline bool block_freed(const struct block *b)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return false;
+	return !((annotate_peek_word(&((const uintptr_t *)b)[1]) ^ free_mark(b)) & ~PENDING_FLIP);
 }
 
 /* The same asking: does b, a carved block, carry its pending mark? */

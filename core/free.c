@@ -134,16 +134,19 @@ const char *sefer__block_not_held(struct segment *seg, const void *p, bool *is_d
 static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, struct page *pg,
 				   struct block *b)
 {
+	bool joins = rb->page == pg;
+
 	block_mark_pending(b);
 	annotate_block_free(b, rb->geo.block_size);
 	heap_stat_call(heap, frees);
 	heap_stat_inc(heap, xthread_frees);
-	remote_batch_add(&heap->remote, rb, pg, b);
+	remote_batch_add(&heap->remote, rb, pg, b, joins);
 }
 
 /*
  * batch_free()'s checks failed: b is past the batch's copy of the page's geometry (carved
- * since it was taken, or not a block at all), or carries a mark. Asked again from the page.
+ * since it was taken, or not a block at all), the copy has no bound (geometry_set_limit), or b
+ * carries a mark. Asked again from the page.
  */
 static noinline void batch_free_checked(struct heap *heap, struct remote_batch *rb,
 					struct segment *seg, struct page *pg, struct block *b)
@@ -156,6 +159,7 @@ static noinline void batch_free_checked(struct heap *heap, struct remote_batch *
 		return;
 	}
 	page_xthread_geometry(pg, &rb->geo);
+	geometry_set_limit(&rb->geo);
 	batch_add(heap, rb, pg, b);
 }
 
@@ -168,7 +172,7 @@ static always_inline void batch_free(struct heap *heap, struct remote_batch *rb,
 				     struct segment *seg, struct page *pg, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) &&
-	    unlikely(!geometry_has_block(&rb->geo, b) || block_freed_reason(b))) {
+	    unlikely(!geometry_block_start(&rb->geo, b) || block_freed(b))) {
 		batch_free_checked(heap, rb, seg, pg, b);
 		return;
 	}

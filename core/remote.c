@@ -78,5 +78,6 @@ struct remote_batch *sefer__remote_batch_open(struct remote_frees *r, struct rem
 	if (rb->page)
 		sefer__remote_batch_publish(r, rb);
 	page_xthread_geometry(pg, &rb->geo);
+	geometry_set_limit(&rb->geo);
 	return rb;
 }

@@ -96,11 +96,16 @@ static always_inline struct remote_batch *remote_batch_for(struct remote_frees *
 	return sefer__remote_batch_open(r, rb, pg);
 }
 
-/* b, a block of pg checked and marked pending, joins rb = remote_batch_for(r, pg). */
+/*
+ * b, a block of pg checked and marked pending, joins rb = remote_batch_for(r, pg); joins is
+ * rb->page == pg, read by the caller before it marked b: the compiler reloads rb->page after
+ * the mark's atomic store, and the test it then cannot drop cost xfer's cross-thread free five
+ * instructions and a jump.
+ */
 static always_inline void remote_batch_add(struct remote_frees *r, struct remote_batch *rb,
-					   struct page *pg, struct block *b)
+					   struct page *pg, struct block *b, bool joins)
 {
-	if (rb->page == pg) {
+	if (joins) {
 		block_set_next(b, rb->head);
 		rb->head = b;
 		rb->count++;

@@ -92,6 +92,58 @@ START_TEST(block_start_exact)
 END_TEST
 
 /*
+ * geometry_block_start(): the cross-thread batch's test (core/free.c: batch_free) on a copy of
+ * a span's geometry with geometry_set_limit()'s bound. Every class, a span with nothing, some
+ * and all of its blocks carved, every offset of the span and of the slot before it (a block
+ * below the span's start: the first span of a segment starts after its header). A copy whose
+ * div_magic is another class's (two spans' copies mixed, a bad free racing a reuse of the
+ * slot) has bound 0 and accepts nothing.
+ */
+START_TEST(geometry_block_start_exact)
+{
+	const uintptr_t start = (uintptr_t)SEGMENT_SIZE + SPAGE_SIZE;
+
+	for (unsigned bin = 1; bin < NBINS; bin++) {
+		uint32_t bs = (uint32_t)bin_block_size(bin);
+		size_t span = (size_t)bin_span_pages(bin) << SPAGE_SHIFT;
+		uint32_t cap = (uint32_t)(span / bs);
+		uint32_t reserved[] = { 0, 1, cap / 3, cap };
+		struct block_geometry g = { .start = start, .div_magic = div_magic_of(bs),
+					    .block_size = bs };
+
+		for (size_t k = 0; k < sizeof(reserved) / sizeof(reserved[0]); k++) {
+			size_t wrong = 0;
+			ptrdiff_t first = 0;
+
+			g.reserved = reserved[k];
+			geometry_set_limit(&g);
+			for (ptrdiff_t off = -(ptrdiff_t)SPAGE_SIZE; off < (ptrdiff_t)span;
+			     off += (off & 15) == 0 ? 1 : 15) {
+				bool want = off >= 0 && (size_t)off % bs == 0 &&
+					    (size_t)off / bs < g.reserved;
+				const struct block *b = (const struct block *)(start + off);
+
+				if (geometry_block_start(&g, b) != want && !wrong++)
+					first = off;
+			}
+			ck_assert_msg(!wrong, "block size %u, %u carved: %zu offsets wrong, first %td",
+				      bs, g.reserved, wrong, first);
+		}
+		for (unsigned other = 1; other < NBINS; other++) {
+			struct block_geometry mixed = g;
+
+			if (bin_block_size(other) == bs)
+				continue;
+			mixed.div_magic = div_magic_of((uint32_t)bin_block_size(other));
+			geometry_set_limit(&mixed);
+			ck_assert_msg(!mixed.limit, "block size %u with class %u's div_magic: bound %llu",
+				      bs, other, (unsigned long long)mixed.limit);
+		}
+	}
+}
+END_TEST
+
+/*
  * block_index_of() and block_offset_divisible(): one multiply for off / block_size and for
  * off % block_size == 0 (malloc_usable_size, cross-thread frees). Every class, every offset of
  * its span.
@@ -122,6 +174,7 @@ Suite *bins_suite(void)
 	tcase_add_test(tc, classes_round_trip);
 	tcase_add_test(tc, large_sizes_use_segments);
 	tcase_add_test(tc, block_start_exact);
+	tcase_add_test(tc, geometry_block_start_exact);
 	tcase_add_test(tc, block_index_exact);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
