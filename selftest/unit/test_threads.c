@@ -294,6 +294,16 @@ static struct remote_job {
 	bool publish; /* after go: sefer_collect (publishes), else exit at once */
 } job;
 
+static void *remote_anchor[REMOTE_N]; /* each page's first block, kept live */
+static size_t remote_anchors;
+
+/* After a run's last look at its pages: they may be retired now. */
+static void remote_free_anchors(void)
+{
+	while (remote_anchors)
+		sefer_free(remote_anchor[--remote_anchors]);
+}
+
 static void *remote_freer(void *arg)
 {
 	(void)arg;
@@ -338,26 +348,33 @@ static uint64_t remote_run(pthread_t *t, size_t n, bool mixed, bool publish, str
 	uint64_t bytes = 0;
 
 	job.p = p;
-	job.n = n;
+	job.n = 0;
 	job.publish = publish;
 	sem_init(&job.start, 0, 0);
 	sem_init(&job.freed, 0, 0);
 	sem_init(&job.go, 0, 0);
 	pthread_create(t, NULL, remote_freer, NULL); /* before: its TLS may be malloc'd */
 	*npages = 0;
+	remote_anchors = 0;
 	for (size_t i = 0; i < n; i++) {
+		void *b = sefer_malloc(remote_size(i, mixed));
 		struct page *pg;
 		size_t k;
 
-		p[i] = sefer_malloc(remote_size(i, mixed));
-		ck_assert_ptr_nonnull(p[i]);
-		memset(p[i], 0x5a, 16);
-		bytes += sefer_usable_size(p[i]);
-		pg = page_of(segment_of(p[i]), p[i]);
+		ck_assert_ptr_nonnull(b);
+		memset(b, 0x5a, 16);
+		pg = page_of(segment_of(b), b);
 		for (k = 0; k < *npages && pages[k] != pg; k++)
 			;
-		if (k == *npages)
+		if (k == *npages) {
+			/* a page's first block stays live (remote_free_anchors): the page is never
+			 * retired and its segment never unmapped while the test reads its counts */
 			pages[(*npages)++] = pg;
+			remote_anchor[remote_anchors++] = b;
+			continue;
+		}
+		p[job.n++] = b;
+		bytes += sefer_usable_size(b);
 	}
 	*used0 = pages_used_bytes(pages, *npages);
 	sem_post(&job.start);
@@ -393,6 +410,7 @@ START_TEST(remote_batches_reach_owner)
 		sem_wait(&job.freed);
 		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
 		remote_end(t);
+		remote_free_anchors();
 	}
 	ck_assert_int_eq(sefer_check_heap(), 0);
 }
@@ -414,6 +432,7 @@ START_TEST(remote_exit_loses_nothing)
 			ck_assert_uint_gt(pages_used_bytes(pages, npages), used0 - freed);
 		remote_end(t);
 		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
+		remote_free_anchors();
 	}
 	ck_assert_int_eq(sefer_check_heap(), 0);
 }
