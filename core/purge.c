@@ -476,12 +476,17 @@ static void unowned_pass_run(struct unowned_pass *pass)
 		sefer__global_purge_at(next);
 }
 
+static void handoff_forget(void);
+
+/* With force (sefer_collect(true), malloc_trim): everything, and no hand-off is left either. */
 void sefer__global_purge(uint64_t now, bool force)
 {
 	struct unowned_pass pass = { .now = now, .force = force };
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT))
 		return;
+	if (force)
+		handoff_forget();
 	unowned_pass_run(&pass);
 }
 
@@ -497,7 +502,8 @@ void sefer__global_purge(uint64_t now, bool force)
  * program starts its next threads right away, and this exit leaves what it would purge to the
  * deadline of the segments no heap owns instead, which the next threads' slow paths check.
  * The first exit of a program, and one whose leftovers nobody took soon enough, still purges
- * at once; so does sefer_collect(true) (malloc_trim). What a kept hand-off costs a program
+ * at once; so does sefer_collect(true) (malloc_trim), which also forgets the last exit
+ * (handoff_forget). What a kept hand-off costs a program
  * that stops starting threads: one generation's leftovers stay resident until any thread's
  * next slow path after the deadline, or sefer_collect(). Any thread: relaxed atomics (hints).
  */
@@ -550,6 +556,21 @@ static void handoff_bound(struct segment *seg, struct unowned_pass *pass)
 	}
 	pass->keep_slots -= n;
 	seg->handoff_pages = seg->free_pages;
+}
+
+/*
+ * sefer_collect(true) gives back what the last exit left: there is no hand-off for the next
+ * threads to take, so the next last exit is a program's first again and purges at once (a
+ * program that collects, then runs and joins threads and goes idle gets its memory back; the
+ * decommit suite's rss test, run after other suites' threads, kept 13 MiB in a PURGE_FREE
+ * configuration when a taken hand-off of theirs counted for its exit).
+ */
+static void handoff_forget(void)
+{
+	atomic_store_explicit(&last_exit_at, 0, memory_order_relaxed);
+	atomic_store_explicit(&handoff_taken, false, memory_order_relaxed);
+	atomic_store_explicit(&handoff_used, 0, memory_order_relaxed);
+	atomic_store_explicit(&handoff_bound_last, 0, memory_order_relaxed);
 }
 
 /* A heap takes a spare or an abandoned segment (core/unowned.c). */

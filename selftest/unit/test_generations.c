@@ -584,8 +584,8 @@ static void handoff_generation(struct handoff_gen *g)
 START_TEST(handoff_kept_for_the_next_generation)
 {
 	uint64_t base = sefer__opt.purge_delay_ms;
-	struct handoff_gen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
-	struct sefer_stats s0, s1, s2, s3;
+	struct handoff_gen a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 }, e = { 0 }, f = { 0 };
+	struct sefer_stats s0, s1, s2, s3, s4;
 	struct segment *seg;
 	uint64_t dirty_b;
 
@@ -618,6 +618,18 @@ START_TEST(handoff_kept_for_the_next_generation)
 	ck_assert_uint_eq(s3.handoffs_kept, s2.handoffs_kept);
 	ck_assert_msg(s3.purged > s2.purged, "the last exit after a pause purged nothing");
 	ck_assert_uint_eq(((uint8_t *)handoff_left)[HANDOFF_SIZE - 1], 9);
+
+	/* sefer_collect(true) gave d's hand-off back: e, at once, takes none, its exit purges */
+	sefer_collect(true);
+	e.seg = segment_of(handoff_left);
+	handoff_generation(&e);
+	s4 = stats();
+	ck_assert_uint_eq(s4.handoffs_kept, s3.handoffs_kept);
+	ck_assert_msg(s4.purged > s3.purged, "the last exit after sefer_collect(true) purged nothing");
+	/* and f, at once after e, is in generations again */
+	f.seg = segment_of(handoff_left);
+	handoff_generation(&f);
+	ck_assert_uint_eq(stats().handoffs_kept, s4.handoffs_kept + 1);
 	sefer_free(handoff_left);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
