@@ -131,6 +131,17 @@ const char *sefer__block_not_held(struct segment *seg, const void *p, bool *is_d
 	return why;
 }
 
+/* A cross-thread free's whole check (sefer__block_not_held): true when b was reported. */
+static bool xthread_free_refused(struct segment *seg, const struct block *b)
+{
+	bool dbl;
+	const char *why = sefer__block_not_held(seg, b, &dbl);
+
+	if (why)
+		sefer__report_error(dbl ? "double free" : "invalid free", b, why);
+	return why != NULL;
+}
+
 static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, struct page *pg,
 				   struct block *b)
 {
@@ -151,13 +162,8 @@ static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, 
 static noinline void batch_free_checked(struct heap *heap, struct remote_batch *rb,
 					struct segment *seg, struct page *pg, struct block *b)
 {
-	bool dbl;
-	const char *why = sefer__block_not_held(seg, b, &dbl);
-
-	if (why) {
-		sefer__report_error(dbl ? "double free" : "invalid free", b, why);
+	if (xthread_free_refused(seg, b))
 		return;
-	}
 	page_xthread_geometry(pg, &rb->geo);
 	geometry_set_limit(&rb->geo);
 	batch_add(heap, rb, pg, b);
@@ -197,13 +203,8 @@ static void xthread_free(struct heap *heap, struct heap *owner, struct segment *
 		}
 	}
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) {
-		bool dbl;
-		const char *why = sefer__block_not_held(seg, b, &dbl);
-
-		if (why) {
-			sefer__report_error(dbl ? "double free" : "invalid free", b, why);
+		if (xthread_free_refused(seg, b))
 			return;
-		}
 		block_mark_pending(b);
 	}
 	annotate_block_free(b, pg->block_size);
