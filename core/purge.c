@@ -209,6 +209,12 @@ void sefer__purge_pass(struct segment_set *set, bool force, bool took_span)
 #define PURGE_BACKOFF_MAX 4
 #define CALM_DELAYS 8
 
+/* Is a backoff at level k, last changed at since, with delay now, due to come down a step? */
+static inline bool calm_due(unsigned k, uint64_t since, uint64_t delay, uint64_t now)
+{
+	return k && now >= since + CALM_DELAYS * delay;
+}
+
 /* A base delay this long is "never" (mallopt's M_TRIM_THRESHOLD < 0): no backoff applies. */
 static inline bool delay_is_never(uint64_t base)
 {
@@ -312,7 +318,7 @@ static void unowned_calm(uint64_t now)
 	unsigned k = atomic_load_explicit(&sefer__unowned_backoff, memory_order_relaxed);
 	uint64_t since = atomic_load_explicit(&unowned_backoff_since, memory_order_relaxed);
 
-	if (k && now >= since + CALM_DELAYS * sefer__purge_unowned_delay()) {
+	if (calm_due(k, since, sefer__purge_unowned_delay(), now)) {
 		atomic_store_explicit(&sefer__unowned_backoff, k - 1, memory_order_relaxed);
 		atomic_store_explicit(&unowned_backoff_since, now, memory_order_relaxed);
 	}
@@ -348,9 +354,7 @@ bool sefer__purge_deferred(struct segment_set *set, uint64_t now)
 /* A purge pass of set at `now`: lower its delay a step after a calm spell. */
 void sefer__purge_calm(struct segment_set *set, uint64_t now)
 {
-	uint64_t calm = CALM_DELAYS * sefer__purge_delay(set);
-
-	if (set->purge_backoff && now >= set->backoff_since + calm) {
+	if (calm_due(set->purge_backoff, set->backoff_since, sefer__purge_delay(set), now)) {
 		set->purge_backoff--;
 		set->backoff_since = now;
 	}
