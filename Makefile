@@ -416,7 +416,7 @@ Test targets (make check runs every group this configuration enables):
                       unless N or SECS is given), built and tested
   check-newpolicy   - A throwaway policy added to a copy of the tree, no core/ edit
   check-policies    - Every policy on, and numa with MPOL_BIND
-  check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call
+  check-fastpath    - malloc and free disassembled: no lock, atomic RMW or call, budgets
   check-stats       - the stats JSON parsed by python3 against sefer_stats_get, SHOW_STATS's
                       forms, a program built against 0.1's stats calls, a query's cost
   check-real        - Real programs under LD_PRELOAD

@@ -113,7 +113,7 @@ static always_inline void sefer_free_inline(void *p)
 			if (policy_small_free(heap, pg, p))
 				return;
 			heap_stat_call(heap, frees);
-			if (page_free_push(pg, b))
+			if (page_free_push(pg, b, true))
 				sefer__page_emptied(pg); /* into seg's owner (heap, or first-class) */
 			return;
 		}

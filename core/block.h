@@ -426,10 +426,24 @@ static always_inline bool slot_has_page(const struct segment *seg, const void *p
 	return seg->page_off[((uintptr_t)p & SEGMENT_MASK) >> SPAGE_SHIFT] != 0;
 }
 
-/* What pg->fast_limit must be: block_limit(), or 0 while the page is full. */
+/*
+ * What pg->fast_limit must be: block_limit(), or 0 while the page is full or, with
+ * CONFIG_DEBUG_DOUBLE_FREE, while it is_zero. The free fast path then never finds is_zero set:
+ * a fresh page's first free goes to free_slow(), which clears it (page_free_push) once, and
+ * the fast path tests nothing for it (without the option it tests is_zero itself).
+ */
 static inline uint64_t page_fast_limit(const struct page *pg)
 {
-	return pg->flags & PAGE_FULL ? 0 : block_limit(pg);
+	if ((pg->flags & PAGE_FULL) || (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && pg->is_zero))
+		return 0;
+	return block_limit(pg);
+}
+
+/* pg's blocks no longer all read as zero: is_zero off, and the fast path's limit with it. */
+static inline void page_clear_zero(struct page *pg)
+{
+	pg->is_zero = 0;
+	pg->fast_limit = page_fast_limit(pg);
 }
 
 /* pg goes into (out of) its heap's full queue: the flag, and the fast path's limit. */
@@ -449,17 +463,19 @@ static inline void page_clear_full(struct page *pg)
  * b, a block of pg the owner freed (its free mark written), goes onto pg's free list: LIFO, so
  * the next malloc of the class takes it back while it is warm. One block fewer is the
  * program's (segment.h: used + length(free) == reserved). Returns whether pg is empty now; the
- * caller handles that and a full page. The free fast path, free_local_block() and the fastbin
- * policy giving its blocks back all push through here.
+ * caller handles that and a full page. The free fast path (from_fast_path: it passed
+ * block_fast_freeable()), free_local_block() and the fastbin policy giving its blocks back all
+ * push through here.
  */
-static always_inline bool page_free_push(struct page *pg, struct block *b)
+static always_inline bool page_free_push(struct page *pg, struct block *b, bool from_fast_path)
 {
 	block_set_next(b, pg->free);
 	pg->free = b;
-	/* a load and a predicted branch: a store on every free cost 3-4% in tight alloc/free
-	 * loops (bignum, 16-byte bulk) */
-	if (unlikely(pg->is_zero))
-		pg->is_zero = 0;
+	/* With CONFIG_DEBUG_DOUBLE_FREE the fast path has no is_zero to clear (page_fast_limit).
+	 * Otherwise a load and a predicted branch: a store on every free cost 3-4% in tight
+	 * alloc/free loops (bignum, 16-byte bulk). */
+	if (!(from_fast_path && IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)) && unlikely(pg->is_zero))
+		page_clear_zero(pg);
 	return unlikely(--pg->used == 0);
 }
 

@@ -65,7 +65,7 @@ void sefer__free_local_block(struct heap *heap, struct segment *seg, struct page
 	block_mark_free(b);
 	annotate_block_free(b, pg->block_size);
 	heap_stat_call(heap, frees);
-	bool emptied = page_free_push(pg, b);
+	bool emptied = page_free_push(pg, b, false);
 
 	if (pg->flags & PAGE_FULL)
 		sefer__page_unfull(heap, pg);

@@ -238,7 +238,7 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 	pg->free = head;
 	sefer_assert(n <= pg->used); /* the pending blocks were counted as handed out */
 	pg->used -= n; /* handed out until now: pending (segment.h) */
-	pg->is_zero = 0;
+	page_clear_zero(pg);
 	sefer_assert_expensive(page_counts_agree(pg));
 	return true;
 }

@@ -19,7 +19,7 @@ void sefer__fastbin_heap_exit(struct heap *h)
 			struct segment *seg = segment_of(b);
 			struct page *pg = page_of(seg, b);
 
-			(void)page_free_push(pg, b); /* emptied pages: freed right after */
+			(void)page_free_push(pg, b, false); /* emptied pages: freed right after */
 		}
 	}
 }

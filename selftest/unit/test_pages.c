@@ -255,6 +255,41 @@ START_TEST(used_counts_blocks_handed_out)
 END_TEST
 
 /*
+ * With CONFIG_DEBUG_DOUBLE_FREE a page whose blocks read as zero (is_zero) has fast_limit 0, so
+ * the free fast path needs no test of is_zero: the page's first free goes to free_slow(), which
+ * clears is_zero and opens the fast path (page_clear_zero). A class of its own, carved in this
+ * fresh heap; its span is fresh memory unless an earlier test's dirty one was reused.
+ */
+static void *fresh_page_first_free(void *arg)
+{
+	void *p = sefer_malloc(1536), *q = sefer_malloc(1536);
+	struct page *pg = page_of(segment_of(p), p);
+	bool was_zero = pg->is_zero;
+
+	(void)arg;
+	ck_assert_ptr_eq(page_of(segment_of(q), q), pg);
+	ck_assert_uint_eq(pg->fast_limit, page_fast_limit(pg));
+	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) && was_zero) {
+		ck_assert_uint_eq(pg->fast_limit, 0);
+		ck_assert(!block_fast_freeable(pg, p));
+	}
+	sefer_free(p);
+	ck_assert(!pg->is_zero);
+	ck_assert_uint_eq(pg->fast_limit, page_fast_limit(pg));
+	ck_assert_uint_ne(pg->fast_limit, 0);
+	ck_assert(block_fast_freeable(pg, q)); /* the next free takes the fast path */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_free(q);
+	return NULL;
+}
+
+START_TEST(fresh_page_first_free_opens_fast_path)
+{
+	in_fresh_heap(fresh_page_first_free);
+}
+END_TEST
+
+/*
  * An exiting thread's page that keeps live blocks stays as it is, free list included, with
  * used its exact live count: every later look at the abandoned segment (each global purge
  * collects its cross-thread frees and asks whether a page emptied) costs O(1) per page. A page
@@ -307,6 +342,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, full_unfull_churn_accounted);
 	tcase_add_test(tc, carve_one_os_page);
 	tcase_add_test(tc, used_counts_blocks_handed_out);
+	tcase_add_test(tc, fresh_page_first_free_opens_fast_path);
 	tcase_add_test(tc, abandoned_pages_count_live);
 	suite_add_tcase(s, tc);
 	return s;
