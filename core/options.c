@@ -530,7 +530,9 @@ struct option_out {
 };
 
 #define OPTION_OUT(n, p, c) { .name = n, .policy = p, .config = c },
-static const struct option_out options_out[] = { SEFER_POLICY_OPTIONS_OUT(OPTION_OUT){ NULL } };
+static const struct option_out options_out[] = {
+	SEFER_POLICY_OPTIONS_OUT(OPTION_OUT){ .name = NULL },
+};
 
 /*
  * "unknown option NAME (did you mean BEST?)": name as written, BEST spelt the same way. An
