@@ -24,7 +24,7 @@ static void worker(struct worker *w)
 	for (i = 0; i < iters; i++) {
 		unsigned char *p;
 
-		/* the clock every 256 pairs: read every pair, it took 60% of a cached pair's time */
+		/* the clock every 256 pairs: read every pair, it took 60% of a cached pair */
 		if ((i & 255) == 255 && bench_expired(w))
 			break;
 		p = xmalloc(size);

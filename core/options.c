@@ -545,8 +545,8 @@ static void report_unknown(const char *in, const char *name, bool env)
 
 	for (const struct option_out *out = options_out; out->name; out++) {
 		if (same(bare(name), out->name)) {
-			sefer__message("%s%s is an option of the %s policy, which this build leaves "
-				       "out (%s is not set): ignored",
+			sefer__message("%s%s is an option of the %s policy, which this build "
+				       "leaves out (%s is not set): ignored",
 				       in, name, out->policy, out->config);
 			return;
 		}

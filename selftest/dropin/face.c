@@ -308,7 +308,8 @@ static void alignments(void)
 		free(top);
 	}
 	errno = 0;
-	CHECK(!aligned_alloc(max * 2, 10) && errno == ENOMEM, "aligned_alloc(%#zx) served", max * 2);
+	CHECK(!aligned_alloc(max * 2, 10) && errno == ENOMEM, "aligned_alloc(%#zx) served",
+	      max * 2);
 	errno = 0;
 	CHECK(!aligned_alloc((size_t)1 << 62, 10) && errno == ENOMEM, "2^62 served");
 	CHECK(posix_memalign(&p, 3 * sizeof(void *), 10) == EINVAL, "alignment 24");
