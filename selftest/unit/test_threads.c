@@ -399,28 +399,38 @@ static void remote_end(pthread_t t)
 	sem_destroy(&job.go);
 }
 
+/*
+ * The owner allocates n blocks, a freer frees them and blocks holding less than
+ * REMOTE_HELD_BYTES of them (with few: some); then does `then` (which publishes) and the owner
+ * has every block back.
+ */
+static void remote_publish_check(size_t n, bool mixed, enum remote_then then)
+{
+	static struct page *pages[REMOTE_N];
+	uint64_t used0, freed, held;
+	size_t npages;
+	pthread_t t;
+
+	freed = remote_run(&t, n, mixed, then, pages, &npages, &used0);
+	held = pages_used_bytes(pages, npages) - (used0 - freed);
+	ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES, "%llu bytes held by a blocked thread",
+		      (unsigned long long)held);
+	if (freed < (uint64_t)REMOTE_BATCH_BYTES) /* fills no batch: the freer holds them all */
+		ck_assert_uint_eq(held, freed);
+	sem_post(&job.go); /* publish: sefer_collect, or a large request, in the freer */
+	sem_wait(&job.freed);
+	ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
+	remote_end(t);
+	remote_free_anchors();
+	ck_assert_int_eq(sefer_check_heap(), 0);
+}
+
 /* Batched frees reach the owner: all but a bounded rest while the freer lives and blocks (less
  * than REMOTE_HELD_BYTES), all once it publishes. */
 START_TEST(remote_batches_reach_owner)
 {
-	static struct page *pages[REMOTE_N];
-
-	for (int mixed = 0; mixed < 2; mixed++) {
-		uint64_t used0, freed, held;
-		size_t npages;
-		pthread_t t;
-
-		freed = remote_run(&t, REMOTE_N, mixed, REMOTE_COLLECT, pages, &npages, &used0);
-		held = pages_used_bytes(pages, npages) - (used0 - freed);
-		ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES,
-			      "%llu bytes held by a blocked thread", (unsigned long long)held);
-		sem_post(&job.go); /* publish: sefer_collect in the freer */
-		sem_wait(&job.freed);
-		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
-		remote_end(t);
-		remote_free_anchors();
-	}
-	ck_assert_int_eq(sefer_check_heap(), 0);
+	for (int mixed = 0; mixed < 2; mixed++)
+		remote_publish_check(REMOTE_N, mixed, REMOTE_COLLECT);
 }
 END_TEST
 
@@ -453,20 +463,7 @@ END_TEST
  */
 START_TEST(remote_large_malloc_publishes)
 {
-	static struct page *pages[REMOTE_N];
-	uint64_t used0, freed;
-	size_t npages;
-	pthread_t t;
-
-	/* 100 blocks of 64 B fill no batch: the blocked freer holds them */
-	freed = remote_run(&t, 100, false, REMOTE_LARGE, pages, &npages, &used0);
-	ck_assert_uint_gt(pages_used_bytes(pages, npages), used0 - freed);
-	sem_post(&job.go); /* the freer's large malloc and free */
-	sem_wait(&job.freed);
-	ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
-	remote_end(t);
-	remote_free_anchors();
-	ck_assert_int_eq(sefer_check_heap(), 0);
+	remote_publish_check(100, false, REMOTE_LARGE); /* 6400 bytes of 64 B blocks */
 }
 END_TEST
 
