@@ -111,7 +111,10 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
-	sefer__inuse_grown();
+	/* committed grew for it (mapped: dirty 0; resized up: its old pages' bytes): a peak of in
+	 * use, maybe (core/inuse.c); a cached segment handed out as it is grew nothing */
+	if (dirty != SIZE_MAX)
+		sefer__inuse_grown();
 	annotate_block_alloc(large_block(seg), seg->large_size);
 	if (zero && dirty)
 		memset(large_block(seg), 0, dirty < size ? dirty : size);
