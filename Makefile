@@ -200,12 +200,17 @@ policy-spec = $(1):$(or $(subst $(space),$(comma),$(strip $($(notdir $(1))-state
 # SEFER_POLICY_TESTS in include/generated/policies.h.
 policy-tests := $(foreach d,$(policy-dirs),\
 	$(if $(wildcard $(srctree)/$(d)/test_$(notdir $(d)).c),$(d)))
+# The policies left out: their options' names go into policies.h (scripts/genpolicies.py), read
+# from their sources, so that the header is made again when one of those changes.
+policies-out := $(filter-out $(policies),$(policy-dirs))
 policies-now := $(foreach p,$(policies),$(call policy-spec,$(p))) \
-	tests=$(subst $(space),$(comma),$(notdir $(policy-tests)))
+	tests=$(subst $(space),$(comma),$(notdir $(policy-tests))) \
+	out=$(subst $(space),$(comma),$(policies-out))
 policies-spec := $(objtree)/include/config/policies.spec
 policies-h := $(objtree)/include/generated/policies.h
-$(policies-h): $(policies-spec) $(srctree)/scripts/genpolicies.py
-	$(Q)$(PYTHON) $(srctree)/scripts/genpolicies.py $(dir $@) $(policies-now)
+$(policies-h): $(policies-spec) $(srctree)/scripts/genpolicies.py $(srctree)/scripts/genoptions.py \
+		$(foreach d,$(policies-out),$(wildcard $(srctree)/$(d)/*.c))
+	$(Q)$(PYTHON) $(srctree)/scripts/genpolicies.py $(dir $@) src=$(srctree) $(policies-now)
 	$(Q)touch $@
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter

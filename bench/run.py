@@ -286,10 +286,14 @@ BUDGET = {
     "mstress": (8000, 30000, 0),
     "prodcons": (1000000, 2500000, 0),
     "prodcons-1M": (20000, 100000, 0),
-    # 20,000 ran 1-4 ms at sefer's rate: thread start dominated; 1M ran into the 0.2 s cap under
-    # every allocator at every size; 200k: sefer and glibc about 15 ms (15M calls/s), mimalloc
-    # and snmalloc (0.1-0.9M calls/s: a map and an unmap per block) still run into the cap
-    "large": (200000, 5000000, 0),
+    # 20,000 ran 1-4 ms at sefer's rate: thread start dominated. 200k ran 8 ms, 60% of it in
+    # the clock read that large.c then made every pair; with the clock read every 256 pairs
+    # it ran 3 ms (sefer) and 4 ms (glibc), and a repetition whose two threads shared one CPU
+    # for the first milliseconds (the scheduler separates them within a few ticks) read up to
+    # twice the time. 2M: about 30 ms (sefer) and 40 ms (glibc) per run, where such a start
+    # costs a tenth; mimalloc, mimalloc v3 and snmalloc (a map and an unmap per block) run
+    # into the 0.2 s cap, as glibc does at 32 MiB (above its mmap threshold)
+    "large": (2000000, 20000000, 0),
     "larson-rounds": (1200, 2000, 0),
     "randpos": (2000000, 4000000, 0),
     "threadgen": (16000, 40000, 0),

@@ -20,8 +20,15 @@
 
 #include "core/segment.h"
 
-/* The largest alignment accepted: half the address space the segment table covers. */
-#define MAX_ALIGN ((size_t)1 << (CONFIG_VA_BITS - 1))
+/*
+ * The largest alignment accepted: a quarter of the address space the segment table covers. A
+ * block aligned to A lies A bytes into a reservation aligned to A, which starts at a nonzero
+ * multiple of A: at 2^(VA_BITS - 1) the block would start at 2^VA_BITS, outside the address
+ * space, so that alignment could never be served. At 2^(VA_BITS - 2) the header is at
+ * 2^(VA_BITS - 2) and the block at 2^(VA_BITS - 1), in a process with that range free (on
+ * x86-64 Linux, 32 TiB at 32 TiB, below where programs and libraries are mapped).
+ */
+#define MAX_ALIGN ((size_t)1 << (CONFIG_VA_BITS - 2))
 
 /*
  * The large segment whose block is exactly p, when p is a block aligned to SEGMENT_SIZE or

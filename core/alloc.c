@@ -68,10 +68,10 @@ void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 			return NULL;
 		}
 	}
+	if (size > SMALL_MAX)
+		return sefer__large_alloc(heap, size, 0, zero); /* flushes the batches itself */
 	/* A latency bound for the thread's batched frees into other heaps (core/remote.h). */
 	remote_flush(&heap_get()->remote);
-	if (size > SMALL_MAX)
-		return sefer__large_alloc(heap, size, 0, zero);
 
 	unsigned bin = bin_index(size);
 	struct page *pg = sefer__page_find(heap, bin);
@@ -111,7 +111,10 @@ static void *large_hand_out(struct heap *heap, struct segment *seg, size_t size,
 	heaps_large_track(heap, seg);
 	heap_stat_inc(heap, large_allocs);
 	heap_stat_call(heap, mallocs);
-	sefer__inuse_grown();
+	/* committed grew for it (mapped: dirty 0; resized up: its old pages' bytes): a peak of in
+	 * use, maybe (core/inuse.c); a cached segment handed out as it is grew nothing */
+	if (dirty != SIZE_MAX)
+		sefer__inuse_grown();
 	annotate_block_alloc(large_block(seg), seg->large_size);
 	if (zero && dirty)
 		memset(large_block(seg), 0, dirty < size ? dirty : size);
@@ -132,6 +135,12 @@ void *sefer__large_alloc(struct heap *heap, size_t size, size_t align, bool zero
 		errno = ENOMEM;
 		return NULL;
 	}
+	/*
+	 * Every large request is a slow path for the thread's batched frees into other heaps
+	 * (core/remote.h): a thread that allocates only large blocks never reaches malloc_slow.
+	 * One load of a line of its own when it holds none.
+	 */
+	remote_flush(&heap_get()->remote);
 	/* A cached segment is aligned to SEGMENT_SIZE only: larger alignments map their own. */
 	seg = align <= SEGMENT_SIZE / 2 ? policy_large_alloc(heap, size, align, &dirty) : NULL;
 	if (!seg) {

@@ -18,9 +18,10 @@
  * Peaks are sampled, not tracked: in_use_peak_* is the highest total seen at a sample, taken
  * at every stats query (sefer_stats_get, sefer_heap_stats, mallinfo2, the printers) and on the
  * slow paths that grow committed memory (a new small segment mapped, a large block handed
- * out) once committed has grown by a sixteenth (at least a segment) since the last such
- * sample. So the peak never exceeds the true one, and misses at most what was allocated since
- * the last sample; committed_peak bounds it from above. One walk also feeds every heap's peak: each
+ * out in a segment mapped or grown for it, not a cached one) once committed has grown by a
+ * sixteenth (at least a segment) since the last such sample. So the peak never exceeds the
+ * true one, and misses at most what was allocated since the last sample; committed_peak
+ * bounds it from above. One walk also feeds every heap's peak: each
  * segment's figures are added to its owner's running sum for that sample, tagged with the
  * sample's generation, and folded into the heap's peak at the end (a concurrent sample of
  * another generation restarts the sum: a lower figure, never a higher one).

@@ -524,12 +524,34 @@ static const struct sefer_option *closest(const char *name)
 	return n.dist <= (len < 6 ? 2 : len / 3) ? n.best : NULL;
 }
 
-/* "unknown option NAME (did you mean BEST?)": name as written, BEST spelt the same way. */
+/* An option of a policy this build leaves out (include/generated/policies.h). */
+struct option_out {
+	const char *name, *policy, *config;
+};
+
+#define OPTION_OUT(n, p, c) { .name = n, .policy = p, .config = c },
+static const struct option_out options_out[] = {
+	SEFER_POLICY_OPTIONS_OUT(OPTION_OUT){ .name = NULL },
+};
+
+/*
+ * "unknown option NAME (did you mean BEST?)": name as written, BEST spelt the same way. An
+ * option of a policy left out of the build is named as such: it does exist, elsewhere.
+ */
 static void report_unknown(const char *in, const char *name, bool env)
 {
-	const struct sefer_option *o = closest(bare(name));
+	const struct sefer_option *o;
 	char best[64];
 
+	for (const struct option_out *out = options_out; out->name; out++) {
+		if (same(bare(name), out->name)) {
+			sefer__message("%s%s is an option of the %s policy, which this build "
+				       "leaves out (%s is not set): ignored",
+				       in, name, out->policy, out->config);
+			return;
+		}
+	}
+	o = closest(bare(name));
 	if (!o) {
 		sefer__message("%sunknown option %s (sefer(7) lists them)", in, name);
 		return;

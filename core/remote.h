@@ -8,10 +8,10 @@
  * page's cross-thread list (page->xthread, core/page.c) with one compare-and-swap, the list's
  * length added in the same word (core/segment.h): when the slot is wanted for another page,
  * when the batch holds REMOTE_BATCH_BYTES; and every batch when all of them hold
- * REMOTE_HELD_BYTES, at the thread's next malloc slow path, at sefer_collect and at thread exit
- * (or sefer_thread_done). So a consumer that frees runs of blocks a producer allocated pays one
- * atomic per batch, not one per block, and the owner takes a whole batch as it takes a single
- * block, with no walk.
+ * REMOTE_HELD_BYTES, at the thread's next malloc slow path or large request, at sefer_collect
+ * and at thread exit (or sefer_thread_done). So a consumer that frees runs of blocks a
+ * producer allocated pays one atomic per batch, not one per block, and the owner takes a whole
+ * batch as it takes a single block, with no walk.
  *
  * A batched block is in the state of a pushed one: the program freed it, its page counts it
  * as handed out, and with CONFIG_DEBUG_DOUBLE_FREE it carries its pending mark (written by the

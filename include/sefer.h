@@ -66,9 +66,10 @@ SEFER_API SEFER_MUST_CHECK void *sefer_pvalloc(size_t size);
 SEFER_API size_t sefer_usable_size(const void *p);
 
 /*
- * Largest alignment sefer_aligned_alloc and friends accept: every power of two up to half the
- * address space sefer covers (2^(CONFIG_VA_BITS - 1)). A block aligned to A takes at most A
- * bytes of address space beyond its size, and no memory.
+ * Largest alignment sefer_aligned_alloc and friends accept: every power of two up to a quarter
+ * of the address space sefer covers (2^(CONFIG_VA_BITS - 2), 32 TiB with 47 bits). A block
+ * aligned to A takes at most A bytes of address space beyond its size, and no memory; the
+ * largest is served where the process has that range free.
  */
 SEFER_API size_t sefer_max_alignment(void);
 

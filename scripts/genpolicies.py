@@ -16,6 +16,11 @@ policy's Kbuild:
     HOT    header in DIR with the static inline hot-path bodies, included after struct heap
            ('-' for none)
 
+out=DIR,... names the policies this build leaves out, and src=SRCTREE where their folders are:
+SEFER_POLICY_OPTIONS_OUT, in policies.h, lists the run-time options their sources define
+(read as genoptions.py reads them), so that core/options.c tells a user who sets one that its
+policy is not built rather than that the option does not exist.
+
 tests=NAME,... names every policy, enabled or not, whose folder holds a unit suite
 (policies/<name>/test_<name>.c defining <name>_suite()): SEFER_POLICY_TESTS, in
 policy_tests.h (apart from the policies' headers), lists them for selftest/unit/main.c.
@@ -23,12 +28,14 @@ policy_tests.h (apart from the policies' headers), lists them for selftest/unit/
 Files are rewritten only when their contents change, so an unchanged selection rebuilds
 nothing. Documentation/policies/writing-a-policy.rst describes the whole mechanism.
 """
+import glob
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from genfile import write_if_changed  # noqa: E402
+from genoptions import tables  # noqa: E402
 
 HEAD = """/* SPDX-License-Identifier: MIT */
 /*
@@ -63,9 +70,15 @@ def main(argv):
     out = argv[1]
     tests = []
     specs = []
+    out_dirs = []
+    src = "."
     for a in argv[2:]:
         if a.startswith("tests="):
             tests = [t for t in a[len("tests="):].split(",") if t]
+        elif a.startswith("out="):
+            out_dirs = [d for d in a[len("out="):].split(",") if d]
+        elif a.startswith("src="):
+            src = a[len("src="):]
         else:
             specs.append(a)
     for t in tests:
@@ -88,6 +101,16 @@ def main(argv):
           "heap->policy_remote.<name>. */\n")
     h += xmacro("SEFER_POLICY_REMOTE_STATE",
                 [p["name"] for p in pols if "remote" in p["states"]])
+    opts_out = []
+    for d in out_dirs:
+        name = os.path.basename(d)
+        for f in sorted(glob.glob(os.path.join(src, d, "*.c"))):
+            for o in tables(f):
+                opts_out.append('X("%s", "%s", "%s")' % (
+                    o["name"], name, o.get("needs") or "CONFIG_POLICY_" + name.upper()))
+    h += ("/* The options of the policies this build leaves out: X(NAME, POLICY, CONFIG) "
+          "(core/options.c). */\n")
+    h += "#define SEFER_POLICY_OPTIONS_OUT(X)%s\n" % "".join(" " + x for x in opts_out)
     h += "\n/* Each defines `static const struct sefer_policy_ops policy_<name>`. */\n"
     for p in pols:
         h += '#include "%s/%s.h"\n' % (p["dir"], p["name"])

@@ -419,6 +419,9 @@ START_TEST(aligned_allocation)
 	ck_assert_uint_eq((uintptr_t)v % 4096, 0);
 	sefer_free(v);
 	ck_assert_ptr_null(sefer_aligned_alloc(3, 10));
+	/* a quarter of the address space: half would place the block at its end (core/align.h;
+	 * check-face serves the largest) */
+	ck_assert_uint_eq(sefer_max_alignment(), (size_t)1 << (CONFIG_VA_BITS - 2));
 	ck_assert_ptr_null(sefer_aligned_alloc(sefer_max_alignment() * 2, 10));
 }
 END_TEST

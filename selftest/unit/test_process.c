@@ -430,6 +430,34 @@ START_TEST(unknown_env_named)
 }
 END_TEST
 
+/*
+ * An option of a policy the build leaves out (here large_cache, with CONFIG_POLICY_LARGE_CACHE
+ * off, as in linux_min_defconfig) is named as such, its Kconfig symbol with it, not as an
+ * unknown name with a far-fetched "did you mean"; the program runs on. With the policy built
+ * the same settings are applied without a word.
+ */
+START_TEST(policy_option_built_out)
+{
+	static const char *const env[] = { "SEFER_LARGE_CACHE_BUDGET=1M",
+					   "SEFER_OPTIONS=large_cache_headroom=0", NULL };
+	int st = run_child("bad-env", env, out, sizeof(out));
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	if (IS_ENABLED(CONFIG_POLICY_LARGE_CACHE)) {
+		ck_assert_msg(!strstr(out, "LARGE_CACHE") && !strstr(out, "large_cache"), "%s",
+			      out);
+		return;
+	}
+	ck_assert_msg(strstr(out, "sefer: SEFER_LARGE_CACHE_BUDGET is an option of the large_cache "
+				  "policy, which this build leaves out (CONFIG_POLICY_LARGE_CACHE "
+				  "is not set): ignored\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: SEFER_OPTIONS: large_cache_headroom is an option of the "
+				  "large_cache policy, which this build leaves out "
+				  "(CONFIG_POLICY_LARGE_CACHE is not set): ignored\n"), "%s", out);
+	ck_assert_msg(!strstr(out, "unknown option"), "%s", out);
+}
+END_TEST
+
 /* SEFER_OPTIONS sets several at once; its errors name the key; a variable wins over it. */
 START_TEST(options_variable)
 {
@@ -528,6 +556,7 @@ Suite *process_suite(void)
 		tcase_add_loop_test(tc, corrupt_link_detected, 0, 2);
 	tcase_add_test(tc, bad_env_named);
 	tcase_add_test(tc, unknown_env_named);
+	tcase_add_test(tc, policy_option_built_out);
 	tcase_add_test(tc, options_variable);
 	tcase_add_test(tc, verbose_lists_options);
 	suite_add_tcase(s, tc);

@@ -287,11 +287,14 @@ END_TEST
  */
 #define REMOTE_N 3000
 
+/* What the freer does after go, before it posts freed again (REMOTE_EXIT: exits at once). */
+enum remote_then { REMOTE_EXIT, REMOTE_COLLECT, REMOTE_LARGE };
+
 static struct remote_job {
 	void **p;
 	size_t n;
 	sem_t start, freed, go;
-	bool publish; /* after go: sefer_collect (publishes), else exit at once */
+	enum remote_then then;
 } job;
 
 static void *remote_anchor[REMOTE_N]; /* each page's first block, kept live */
@@ -312,8 +315,13 @@ static void *remote_freer(void *arg)
 		sefer_free(job.p[i]);
 	sem_post(&job.freed);
 	sem_wait(&job.go); /* blocked, holding its open batches */
-	if (job.publish) {
-		sefer_collect(false);
+	if (job.then != REMOTE_EXIT) {
+		if (job.then == REMOTE_COLLECT) {
+			sefer_collect(false);
+		} else { /* a large block, twice: a miss, then the cache's hit */
+			for (int i = 0; i < 2; i++)
+				sefer_free(sefer_malloc((size_t)1 << 20));
+		}
 		sem_post(&job.freed);
 		sem_wait(&job.go);
 	}
@@ -341,15 +349,15 @@ static uint64_t pages_used_bytes(struct page **pages, size_t npages)
  * The owner allocates n blocks, a freer thread frees them and blocks. Returns the bytes it
  * freed; *pages (npages of them) the pages they are on, *used0 those pages' used bytes before.
  */
-static uint64_t remote_run(pthread_t *t, size_t n, bool mixed, bool publish, struct page **pages,
-			   size_t *npages, uint64_t *used0)
+static uint64_t remote_run(pthread_t *t, size_t n, bool mixed, enum remote_then then,
+			   struct page **pages, size_t *npages, uint64_t *used0)
 {
 	static void *p[REMOTE_N];
 	uint64_t bytes = 0;
 
 	job.p = p;
 	job.n = 0;
-	job.publish = publish;
+	job.then = then;
 	sem_init(&job.start, 0, 0);
 	sem_init(&job.freed, 0, 0);
 	sem_init(&job.go, 0, 0);
@@ -391,28 +399,38 @@ static void remote_end(pthread_t t)
 	sem_destroy(&job.go);
 }
 
+/*
+ * The owner allocates n blocks, a freer frees them and blocks holding less than
+ * REMOTE_HELD_BYTES of them (with few: some); then does `then` (which publishes) and the owner
+ * has every block back.
+ */
+static void remote_publish_check(size_t n, bool mixed, enum remote_then then)
+{
+	static struct page *pages[REMOTE_N];
+	uint64_t used0, freed, held;
+	size_t npages;
+	pthread_t t;
+
+	freed = remote_run(&t, n, mixed, then, pages, &npages, &used0);
+	held = pages_used_bytes(pages, npages) - (used0 - freed);
+	ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES, "%llu bytes held by a blocked thread",
+		      (unsigned long long)held);
+	if (freed < (uint64_t)REMOTE_BATCH_BYTES) /* fills no batch: the freer holds them all */
+		ck_assert_uint_eq(held, freed);
+	sem_post(&job.go); /* publish: sefer_collect, or a large request, in the freer */
+	sem_wait(&job.freed);
+	ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
+	remote_end(t);
+	remote_free_anchors();
+	ck_assert_int_eq(sefer_check_heap(), 0);
+}
+
 /* Batched frees reach the owner: all but a bounded rest while the freer lives and blocks (less
  * than REMOTE_HELD_BYTES), all once it publishes. */
 START_TEST(remote_batches_reach_owner)
 {
-	static struct page *pages[REMOTE_N];
-
-	for (int mixed = 0; mixed < 2; mixed++) {
-		uint64_t used0, freed, held;
-		size_t npages;
-		pthread_t t;
-
-		freed = remote_run(&t, REMOTE_N, mixed, true, pages, &npages, &used0);
-		held = pages_used_bytes(pages, npages) - (used0 - freed);
-		ck_assert_msg(held < (uint64_t)REMOTE_HELD_BYTES,
-			      "%llu bytes held by a blocked thread", (unsigned long long)held);
-		sem_post(&job.go); /* publish: sefer_collect in the freer */
-		sem_wait(&job.freed);
-		ck_assert_uint_eq(pages_used_bytes(pages, npages), used0 - freed);
-		remote_end(t);
-		remote_free_anchors();
-	}
-	ck_assert_int_eq(sefer_check_heap(), 0);
+	for (int mixed = 0; mixed < 2; mixed++)
+		remote_publish_check(REMOTE_N, mixed, REMOTE_COLLECT);
 }
 END_TEST
 
@@ -427,7 +445,7 @@ START_TEST(remote_exit_loses_nothing)
 		size_t npages;
 		pthread_t t;
 
-		freed = remote_run(&t, n, mixed, false, pages, &npages, &used0);
+		freed = remote_run(&t, n, mixed, REMOTE_EXIT, pages, &npages, &used0);
 		if (!mixed) /* 6400 bytes fill no batch: the blocked freer holds them */
 			ck_assert_uint_gt(pages_used_bytes(pages, npages), used0 - freed);
 		remote_end(t);
@@ -435,6 +453,17 @@ START_TEST(remote_exit_loses_nothing)
 		remote_free_anchors();
 	}
 	ck_assert_int_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
+ * A thread that allocates only large blocks after its cross-thread frees (a consumer that then
+ * fills large buffers) never takes the small slow path: its large requests publish its
+ * batches too.
+ */
+START_TEST(remote_large_malloc_publishes)
+{
+	remote_publish_check(100, false, REMOTE_LARGE); /* 6400 bytes of 64 B blocks */
 }
 END_TEST
 
@@ -454,6 +483,7 @@ Suite *threads_suite(void)
 	tc = tcase_create("remote");
 	tcase_add_test(tc, remote_batches_reach_owner);
 	tcase_add_test(tc, remote_exit_loses_nothing);
+	tcase_add_test(tc, remote_large_malloc_publishes);
 	suite_add_tcase(s, tc);
 	return s;
 }
