@@ -71,7 +71,7 @@ read -r rss size <<<"$text"
 if [ -z "$rss" ] || [ -z "$size" ]; then
 	bad "no r-xp mapping of $(basename "$lib") in smaps"
 elif [ "$rss" -ge "$size" ]; then
-	bad "all of libsefer.so's text is resident ($rss of $size KiB): malloc runs code past 64 KiB"
+	bad "all of libsefer.so's text is resident ($rss of $size KiB): code past its first 64 KiB ran"
 else
 	echo "ok   a program under sefer maps $rss of libsefer.so's $size KiB of text"
 fi
