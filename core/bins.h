@@ -17,6 +17,13 @@
 #define NBINS 49 /* bin 0 unused */
 #define DIRECT_MAX 1024 /* sizes served straight from the heap's direct table */
 #define DIRECT_SLOTS (DIRECT_MAX / GRANULE + 1)
+/*
+ * A bin whose blocks are bigger than BORROW_MIN_SIZE may hand out a free block of one of the
+ * next BORROW_BINS bins rather than carve one (core/page.c, page_borrow): a small block's
+ * usable size is its class's or, above BORROW_MIN_SIZE, up to 7/4 of the size asked for.
+ */
+#define BORROW_MIN_SIZE DIRECT_MAX
+#define BORROW_BINS 2
 
 /*
  * Both halves are computed and one is selected, without a branch: malloc's slow path sees

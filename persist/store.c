@@ -140,7 +140,13 @@ static int write_header(struct pstore *s, uint64_t ckpt_seq, uint64_t len, uint3
  */
 int sefer__pstore_zero_fill(struct pstore *s, uint64_t from, uint64_t end)
 {
-	static const uint8_t zero[64 << 10];
+	/*
+	 * Not const: a const array lands in .rodata, in the library's file pages, where the
+	 * kernel's fault-around maps all 64 KiB of it into every process that reads a
+	 * neighbouring constant, persist or not (the malloc face's peak RSS). In .bss it costs
+	 * nothing until a store is zero-filled, and reads of it map the shared zero page.
+	 */
+	static uint8_t zero[64 << 10];
 	int r = 0;
 
 	while (!r && from < end) {

@@ -51,4 +51,28 @@ run "$hard" contract 0 ""
 run "$hard" sized-bad 134 'free_sized of 0x[0-9a-f]+ \(size 4000 does not match'
 run "$hard" aligned-bad 134 'free_aligned_sized of 0x[0-9a-f]+ \(alignment 4194304: the block'
 [ $fail -eq 0 ] && echo "ok   glibc and C23 names, mallinfo, mallopt, malloc_info, alignments"
+
+# The code a program that mallocs runs lies in the first 64 KiB of libsefer.so's text, so the
+# kernel's fault-around (64 KiB windows of the file's cached pages) leaves the rest unmapped: the
+# link order of the Makefile's libsefer.so rule. cat reads its own smaps while it runs, under
+# sefer: the text mapping's Rss must stay below its size.
+text=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
+import sys
+lib, size = sys.argv[1], None
+for l in sys.stdin:
+    w = l.split()
+    if len(w) >= 6 and w[1] == "r-xp" and w[-1].endswith("/" + lib):
+        a, b = (int(x, 16) for x in w[0].split("-"))
+        size = (b - a) // 1024
+    elif size is not None and w and w[0] == "Rss:":
+        print(w[1], size)
+        break' "$(basename "$lib")")
+read -r rss size <<<"$text"
+if [ -z "$rss" ] || [ -z "$size" ]; then
+	bad "no r-xp mapping of $(basename "$lib") in smaps"
+elif [ "$rss" -ge "$size" ]; then
+	bad "all of libsefer.so's text is resident ($rss of $size KiB): code past its first 64 KiB ran"
+else
+	echo "ok   a program under sefer maps $rss of libsefer.so's $size KiB of text"
+fi
 exit $fail

@@ -333,6 +333,62 @@ START_TEST(abandoned_pages_count_live)
 }
 END_TEST
 
+/*
+ * Borrowing (page.c, page_borrow): a class above the direct table with no free block takes a
+ * free block of the next two classes before it carves or maps, the nearest first, only one
+ * as aligned as its own blocks, and never for the direct table's classes.
+ */
+#define B10K 10240 /* classes 10, 12, 14 and 16 KiB: no other test here uses them */
+#define B12K 12288
+#define B14K 14336
+
+static void *borrow_blocks(void *arg)
+{
+	void *a, *b, *p, *c, *d, *lender, *small, *big;
+	size_t usable_p;
+	bool c_aligned;
+
+	(void)arg;
+	a = sefer_malloc(B14K); /* the 14 KiB span's first block: 64 KiB aligned */
+	b = sefer_malloc(B14K); /* its second, at 14 KiB: 2 KiB aligned only */
+	sefer_free(b);
+	p = sefer_malloc(B10K); /* no 10 or 12 KiB page: borrows b */
+	usable_p = sefer_usable_size(p);
+	sefer_free(p);
+	c = sefer_aligned_alloc(4096, B12K); /* 12 KiB blocks are 4 KiB aligned: b is not */
+	c_aligned = (uintptr_t)c % 4096 == 0;
+	sefer_free(c); /* the 12 KiB page's only block: the page stays, first in its queue */
+	d = sefer_malloc(B10K - 100); /* 10 KiB: the 12 KiB page is nearer than the 14 KiB one */
+	lender = sefer_malloc(1024);
+	sefer_free(lender);	      /* a free 1 KiB block (its page stays, empty) ... */
+	small = sefer_malloc(896);    /* ... not lent to 896 B, a class of the direct table */
+	big = sefer_malloc(B14K);     /* 14 KiB itself: b, back on its own free list */
+
+	ck_assert_ptr_eq(p, b);
+	ck_assert_uint_eq(usable_p, B14K);
+	ck_assert_ptr_ne(c, b);
+	ck_assert(c_aligned);
+	ck_assert_ptr_eq(d, c);
+	ck_assert_ptr_ne(small, lender);
+	ck_assert_uint_eq(sefer_usable_size(small), 896);
+	ck_assert_ptr_eq(big, b);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_free(a);
+	sefer_free(big);
+	sefer_free(d);
+	sefer_free(small);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(borrow_from_larger_class)
+{
+	if (policy_keeps_small_blocks())
+		return; /* a magazine keeps the freed blocks: none is on a page's free list */
+	in_fresh_heap(borrow_blocks);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -344,6 +400,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, used_counts_blocks_handed_out);
 	tcase_add_test(tc, fresh_page_first_free_opens_fast_path);
 	tcase_add_test(tc, abandoned_pages_count_live);
+	tcase_add_test(tc, borrow_from_larger_class);
 	suite_add_tcase(s, tc);
 	return s;
 }
