@@ -4,6 +4,9 @@
  * segment, the heap pool, the fork handlers.
  *
  * Lock order: enum lock_rank (core/lock.h).
+ *   parked_pass_lock  held by a pass over the parked heaps (sefer__parked_each) and by their
+ *                     dismantling, so that no parked heap is off the list but the one a pass
+ *                     holds, and fork waits for a pass to put it back.
  *   pool_lock       protects the pool of exited and destroyed heaps, the parked heaps and the
  *                   list of all heaps.
  *
@@ -38,6 +41,7 @@ SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initi
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
+static struct spinlock parked_pass_lock = SPINLOCK_INIT(LOCK_RANK_PARKED_PASS);
 static struct spinlock pool_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static struct heap *heap_pool;
 static struct heap *heap_all;
@@ -375,20 +379,19 @@ static struct heap *heap_unpark(struct heap *prefer)
 /*
  * fn(heap, arg) on every parked heap, each held while fn runs (fn takes the locks a heap's
  * owner may take), one at a time so that a new thread finds the others meanwhile; returns the
- * least nonzero value fn returned, 0 if none. One pass at a time: a pass that finds another
- * running visits nothing (the running one visits them all) and returns 0.
+ * least nonzero value fn returned, 0 if none. One pass at a time (parked_pass_lock).
  */
 uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *arg)
+	__acquires(parked_pass_lock) __releases(parked_pass_lock)
 {
 	static unsigned pass_seq;
-	static atomic_bool passing;
 	uint64_t next = 0;
 	unsigned pass;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED) ||
-	    atomic_exchange_explicit(&passing, true, memory_order_acquire))
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
 		return 0;
-	pass = ++pass_seq; /* passing held: one writer */
+	spin_lock(&parked_pass_lock);
+	pass = ++pass_seq;
 	for (;;) {
 		struct heap *heap, **link;
 
@@ -410,14 +413,19 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 		parked_push(heap);
 		spin_unlock(&pool_lock);
 	}
-	atomic_store_explicit(&passing, false, memory_order_release);
+	spin_unlock(&parked_pass_lock);
 	return next;
 }
 
 /* Dismantle every parked heap (before a forced purge of what no thread owns). */
-void sefer__parked_dismantle(void)
+void sefer__parked_dismantle(void) __acquires(parked_pass_lock) __releases(parked_pass_lock)
 {
-	struct heap *heap = parked_take_all();
+	struct heap *heap;
+
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+		return;
+	spin_lock(&parked_pass_lock); /* a pass's heap back on the list first */
+	heap = parked_take_all();
 
 	while (heap) {
 		struct heap *next = heap->next_free;
@@ -427,6 +435,7 @@ void sefer__parked_dismantle(void)
 		sefer__heap_struct_put(heap);
 		heap = next;
 	}
+	spin_unlock(&parked_pass_lock);
 }
 
 void sefer__heap_abandon(struct heap *heap)
@@ -490,9 +499,10 @@ void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 }
 
 /* Every spinlock, in the lock order (enum lock_rank, core/lock.h). */
-void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock)
+void sefer__heap_fork_prepare(void) __acquires(parked_pass_lock) __acquires(pool_lock)
+	__acquires(abandoned_lock) __acquires(spare_lock)
 {
+	spin_lock(&parked_pass_lock);
 	spin_lock(&pool_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_prepare(h);
@@ -500,21 +510,23 @@ void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_l
 }
 
 void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock)
+	__releases(pool_lock) __releases(parked_pass_lock)
 {
 	sefer__unowned_fork_parent();
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_parent(h);
 	spin_unlock(&pool_lock);
+	spin_unlock(&parked_pass_lock);
 }
 
 void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock)
+	__releases(pool_lock) __releases(parked_pass_lock)
 {
 	sefer__unowned_fork_child();
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_child(h);
 	spin_reset(&pool_lock);
+	spin_reset(&parked_pass_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer__heap != &sefer__heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
 		if (!os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))

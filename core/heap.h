@@ -132,18 +132,20 @@ SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
 SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
-SEFER_INTERNAL uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *arg);
+/* Parked heaps (heap.c): a pass over them, their dismantling (core/purge.c's passes). */
+SEFER_INTERNAL uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg),
+					   void *arg);
 SEFER_INTERNAL void sefer__parked_dismantle(void);
 SEFER_INTERNAL void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg);
 /* Fork handlers: prepare returns holding every spinlock but the registry's, taken in the lock
  * order (enum lock_rank, core/lock.h; abandoned_lock and spare_lock are core/unowned.c's),
  * parent and child drop them. */
-SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock);
+SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(parked_pass_lock)
+	__acquires(pool_lock) __acquires(abandoned_lock) __acquires(spare_lock);
 SEFER_INTERNAL void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock);
+	__releases(pool_lock) __releases(parked_pass_lock);
 SEFER_INTERNAL void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock);
+	__releases(pool_lock) __releases(parked_pass_lock);
 
 /* page.c */
 SEFER_INTERNAL void sefer__queue_push_front(struct page_queue *q, struct page *pg);
