@@ -263,13 +263,10 @@ static void *lane_successor(void *arg)
 	return NULL;
 }
 
-START_TEST(reclaim_takes_the_segment_freed_into)
+/* Both lanes fill (lane 1 while lane 0 lives) and exit, lane 0 first. */
+static void lanes_fill_and_exit(struct successor *s)
 {
-	pthread_t k, t[2];
-	struct successor s;
-
-	parking_off();
-	k = start_keepalive();
+	pthread_t t[2];
 
 	atomic_store(&lanes_ready, 0);
 	for (int l = 0; l < 2; l++) {
@@ -278,27 +275,20 @@ START_TEST(reclaim_takes_the_segment_freed_into)
 		while (atomic_load(&lanes_ready) <= l) /* lane 1 fills while lane 0 lives */
 			sleep_ms(1);
 	}
-	for (int l = 0; l < 2; l++) { /* lane 0 exits first: lane 1's segment heads the list */
+	for (int l = 0; l < 2; l++) { /* lane 0 exits first */
 		atomic_store(&lane_exit[l], 1);
 		pthread_join(t[l], NULL);
 	}
-	s.own = segment_of(lane_v[0][0]);
-	s.other = segment_of(lane_v[1][0]);
-	ck_assert_ptr_ne(s.own, s.other);
-	ck_assert_ptr_null(atomic_load(&s.own->owner));
-	ck_assert_ptr_null(atomic_load(&s.other->owner));
+	s->own = segment_of(lane_v[0][0]);
+	s->other = segment_of(lane_v[1][0]);
+	ck_assert_ptr_ne(s->own, s->other);
+}
 
-	for (int i = 0; i < NLANE; i++)
-		ck_assert_uint_eq(((uint8_t *)lane_v[0][i])[LANE_SIZE - 1], 'a');
-	pthread_create(&t[0], NULL, lane_successor, &s);
-	pthread_join(t[0], NULL);
-	/* With the list head alone it took lane 1's segment, whose blocks another thread would
-	 * free: every one of them a cross-thread free into a live owner. */
-	ck_assert_msg(s.own_owner == s.me, "lane 0's successor did not reclaim lane 0's segment");
-	ck_assert_msg(s.other_owner == NULL, "lane 0's successor took lane 1's segment");
+/* Lane 0's successor allocated from lane 0's segment; then everything is checked and freed. */
+static void lanes_check_and_free(const struct successor *s)
+{
 	for (int i = 0; i < NLANE / 2; i++)
-		ck_assert_ptr_eq(segment_of(lane_again[i]), s.own);
-
+		ck_assert_ptr_eq(segment_of(lane_again[i]), s->own);
 	for (int i = 0; i < NLANE / 2; i++) {
 		sefer_free(lane_again[i]);
 		sefer_free(lane_v[0][NLANE / 2 + i]);
@@ -307,6 +297,28 @@ START_TEST(reclaim_takes_the_segment_freed_into)
 		ck_assert_uint_eq(((uint8_t *)lane_v[1][i])[0], 'b');
 		sefer_free(lane_v[1][i]);
 	}
+}
+
+START_TEST(reclaim_takes_the_segment_freed_into)
+{
+	pthread_t k, t;
+	struct successor s;
+
+	parking_off();
+	k = start_keepalive();
+	lanes_fill_and_exit(&s); /* lane 1's segment heads the abandoned list */
+	ck_assert_ptr_null(atomic_load(&s.own->owner));
+	ck_assert_ptr_null(atomic_load(&s.other->owner));
+
+	for (int i = 0; i < NLANE; i++)
+		ck_assert_uint_eq(((uint8_t *)lane_v[0][i])[LANE_SIZE - 1], 'a');
+	pthread_create(&t, NULL, lane_successor, &s);
+	pthread_join(t, NULL);
+	/* With the list head alone it took lane 1's segment, whose blocks another thread would
+	 * free: every one of them a cross-thread free into a live owner. */
+	ck_assert_msg(s.own_owner == s.me, "lane 0's successor did not reclaim lane 0's segment");
+	ck_assert_msg(s.other_owner == NULL, "lane 0's successor took lane 1's segment");
+	lanes_check_and_free(&s);
 	stop_keepalive(k);
 	parking_back();
 	ck_assert_uint_eq(sefer_check_heap(), 0);
@@ -321,7 +333,7 @@ END_TEST
  */
 START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
 {
-	pthread_t k = start_keepalive(), t[2];
+	pthread_t k, t;
 	struct successor s;
 	struct heap *own_heap, *other_heap;
 	struct sefer_stats st0, st1;
@@ -329,19 +341,8 @@ START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
 	if (!sefer__opt.parked_heaps)
 		return; /* SEFER_PARKED_HEAPS=0 in the environment */
 	sefer__parked_dismantle();
-	atomic_store(&lanes_ready, 0);
-	for (int l = 0; l < 2; l++) {
-		atomic_store(&lane_exit[l], 0);
-		pthread_create(&t[l], NULL, lane_fill, (void *)(intptr_t)l);
-		while (atomic_load(&lanes_ready) <= l)
-			sleep_ms(1);
-	}
-	for (int l = 0; l < 2; l++) {
-		atomic_store(&lane_exit[l], 1);
-		pthread_join(t[l], NULL);
-	}
-	s.own = segment_of(lane_v[0][0]);
-	s.other = segment_of(lane_v[1][0]);
+	k = start_keepalive();
+	lanes_fill_and_exit(&s); /* lane 1's heap heads the parked list */
 	own_heap = atomic_load(&s.own->owner);
 	other_heap = atomic_load(&s.other->owner);
 	ck_assert_msg(owner_is_heap(own_heap) && own_heap->parked, "lane 0's heap is not parked");
@@ -350,8 +351,8 @@ START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
 	st0 = stats();
 	if (STATS)
 		ck_assert_uint_ge(st0.heaps_parked, 2);
-	pthread_create(&t[0], NULL, lane_successor, &s);
-	pthread_join(t[0], NULL);
+	pthread_create(&t, NULL, lane_successor, &s);
+	pthread_join(t, NULL);
 	st1 = stats();
 	ck_assert_msg(s.me == own_heap, "lane 0's successor did not take over lane 0's heap");
 	ck_assert_ptr_eq(s.own_owner, own_heap);
@@ -362,16 +363,7 @@ START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
 		ck_assert_uint_eq(st1.reclaimed, st0.reclaimed);
 		ck_assert_uint_eq(st1.segments_mapped, st0.segments_mapped);
 	}
-	for (int i = 0; i < NLANE / 2; i++)
-		ck_assert_ptr_eq(segment_of(lane_again[i]), s.own);
-	for (int i = 0; i < NLANE / 2; i++) {
-		sefer_free(lane_again[i]);
-		sefer_free(lane_v[0][NLANE / 2 + i]);
-	}
-	for (int i = 0; i < NLANE; i++) {
-		ck_assert_uint_eq(((uint8_t *)lane_v[1][i])[0], 'b');
-		sefer_free(lane_v[1][i]);
-	}
+	lanes_check_and_free(&s);
 	stop_keepalive(k);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
