@@ -194,7 +194,10 @@ static always_inline void batch_free(struct heap *heap, struct remote_batch *rb,
 static void xthread_free(struct heap *heap, struct heap *owner, struct segment *seg,
 			 struct page *pg, struct block *b)
 {
-	if (heap != &sefer__heap_empty && heap_is_default(owner)) {
+	/* batched for a live default heap's owner to collect; a parked heap has none (its
+	 * frees are pushed at once, for whoever adopts or dismantles it) */
+	if (heap != &sefer__heap_empty && heap_is_default(owner) &&
+	    !__atomic_load_n(&owner->parked, __ATOMIC_RELAXED)) {
 		struct remote_batch *rb = remote_batch_for(&heap->remote, pg);
 
 		if (rb) {
@@ -225,6 +228,15 @@ static noinline void free_by_owner(struct heap *heap, struct segment *seg, struc
 		sefer__large_free(seg, p);
 		return;
 	}
+	/* A thread's first call a free into a parked heap's segment (the next thread of a lane
+	 * freeing what its predecessor left): it takes that heap over, and the free is local.
+	 * Read the owner again: the heap is ours now, the segment may not be (a stale read). */
+	if (heap == &sefer__heap_empty) {
+		heap = sefer__heap_init_thread_for(owner_is_heap(owner) ? owner : NULL);
+		if (!heap)
+			heap = &sefer__heap_empty; /* no heap to be had: a cross-thread free */
+		owner = atomic_load_explicit(&seg->owner, memory_order_relaxed);
+	}
 	/* Ours: the default heap's, or one of this thread's first-class heaps' (core/heaps.c: a
 	 * local free into that heap). Either is cached for the fast path, which frees into seg's
 	 * page and retires an emptied page into seg's owner (page_emptied); a first-class heap's
@@ -242,9 +254,6 @@ static noinline void free_by_owner(struct heap *heap, struct segment *seg, struc
 		sefer__free_local_block(owner, seg, pg, p);
 		return;
 	}
-	if (heap == &sefer__heap_empty && !(heap = sefer__heap_init_thread()))
-		heap = &sefer__heap_empty; /* no heap to be had: still free, as a cross-thread free
-					    */
 	/* Another heap's, or abandoned by an exited thread: pushed like any cross-thread free.
 	 * A thread that needs memory reclaims abandoned segments and collects these frees
 	 * (unowned.c). Adopting on free instead made a thread that frees old items (the next

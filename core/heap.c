@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
- * Heaps: creation, the direct table, collecting, thread exit, adoption of a segment, the heap
- * pool, the fork handlers.
+ * Heaps: creation, the direct table, collecting, thread exit, parked heaps, adoption of a
+ * segment, the heap pool, the fork handlers.
  *
  * Lock order: enum lock_rank (core/lock.h).
- *   pool_lock       protects the pool of exited and destroyed heaps and the list of all heaps.
+ *   parked_pass_lock  held by a pass over the parked heaps (sefer__parked_each) and by their
+ *                     dismantling, so that no parked heap is off the list but the one a pass
+ *                     holds, and fork waits for a pass to put it back.
+ *   pool_lock       protects the pool of exited and destroyed heaps, the parked heaps and the
+ *                   list of all heaps.
  *
- * Thread exit keeps memory warm for the next thread: empty segments become spares, abandoned
- * ones keep their dirty free slots until their purge deadline (core/purge.c, "Timing";
- * core/unowned.c). The heap that leaves at most one other live heap behind (the last worker of
- * a process whose main thread waits) purges all of it at once, so RSS does not wait for a
- * deadline that no slow path would ever check.
+ * Thread exit parks the thread's heap whole (below, "parked heaps") for the next thread to take
+ * over, pages, free lists and all. A heap that cannot be parked is dismantled: empty segments
+ * become spares, abandoned ones keep their dirty free slots until their purge deadline
+ * (core/purge.c, "Timing"; core/unowned.c). The heap that leaves at most one other live heap
+ * behind (the last worker of a process whose main thread waits) purges all of it at once
+ * (parked heaps dismantled first), so RSS does not wait for a deadline that no slow path would
+ * ever check, unless the program showed that its next threads come at once (core/purge.c,
+ * "thread generations").
  */
 #include <string.h>
 
@@ -34,10 +41,14 @@ SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initi
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
+static struct spinlock parked_pass_lock = SPINLOCK_INIT(LOCK_RANK_PARKED_PASS);
 static struct spinlock pool_lock = SPINLOCK_INIT(LOCK_RANK_HEAP_POOL);
 static struct heap *heap_pool;
 static struct heap *heap_all;
 static atomic_int heaps_live; /* heaps of running threads */
+/* exited threads' heaps kept whole for the next threads (parked heaps, below) */
+static struct heap *parked;
+static unsigned nparked; /* written under pool_lock, read without it as a hint */
 
 void sefer__heap_reset(struct heap *heap)
 {
@@ -199,17 +210,26 @@ void sefer__heap_setup(struct heap *heap)
 	heap->segments.live = true;
 }
 
-struct heap *sefer__heap_init_thread(void)
+static struct heap *heap_unpark(struct heap *prefer);
+
+/*
+ * The calling thread's heap: the parked heap prefer when it is parked (a new thread's first
+ * call is a free into prefer's segment: free_by_owner), else any parked heap, else a new one.
+ */
+struct heap *sefer__heap_init_thread_for(struct heap *prefer)
 {
 	struct heap *heap;
 
 	sefer__process_init();
 	if (sefer__heap != &sefer__heap_empty)
 		return sefer__heap; /* made while process_init() ran (recursive allocation) */
-	heap = sefer__heap_struct_get();
-	if (!heap)
-		return NULL;
-	sefer__heap_setup(heap);
+	heap = heap_unpark(prefer);
+	if (!heap) {
+		heap = sefer__heap_struct_get();
+		if (!heap)
+			return NULL;
+		sefer__heap_setup(heap);
+	}
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
 	sefer__heap = heap;
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
@@ -217,14 +237,14 @@ struct heap *sefer__heap_init_thread(void)
 	return heap;
 }
 
-void sefer__heap_abandon(struct heap *heap)
+/*
+ * Give up what heap holds, the memory of an exited thread: empty segments become spares, those
+ * with live blocks go to the abandoned list, dirty slots and all, and the struct goes back to
+ * the pool. The caller holds heap alone: its exiting thread (before clearing sefer__heap), or
+ * the thread that took it off the parked list. Its first-class heaps were orphaned already.
+ */
+static void heap_dismantle(struct heap *heap)
 {
-	/* The thread's batched frees into other heaps (core/remote.h) reach their owners: a
-	 * batch outliving its thread would hold their blocks for good. First: a batch may hold
-	 * blocks of segments this heap adopted, which the collect below takes. */
-	remote_flush(&heap->remote);
-	/* 0. The thread's first-class heaps lose their owner (core/heaps.c). */
-	sefer__heaps_orphan_children(heap);
 	/* 1. No pusher may link a page into our delayed list any more. */
 	sefer__set_mark_never(&heap->segments);
 	/* 2. Forget the delayed list (every page on it is ours and handled below). */
@@ -244,13 +264,201 @@ void sefer__heap_abandon(struct heap *heap)
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
 	sefer__set_abandon(&heap->segments);
 	sefer__heap_reset(heap);
-	owned_forget_all(); /* frees after this (later TLS destructors) go to free_slow */
+}
+
+/*
+ * ---- parked heaps ----
+ * A generation of threads (start them, join them, start the next ones) inherits what the last
+ * one left warm when a new thread takes over an exited thread's heap whole: its pages stay
+ * queued with their free lists, its segments keep their owner (the heap), so the next thread
+ * allocates from them at once, with no reclaim walk, no purge and no fault. So thread exit
+ * parks its heap: the thread's batched remote frees are flushed, its first-class heaps
+ * orphaned, its policies' caches emptied, its delayed pages and empty pages collected as a
+ * slow path would, and the heap joins the parked list (at most SEFER_PARKED_HEAPS; past that it
+ * is dismantled). Nobody runs on a parked heap: other threads' frees into it are cross-thread
+ * frees into a live heap (its pages' xthread lists, its delayed list), which the next owner
+ * collects. A new thread's heap (heap_init_thread) is a parked one when there is one.
+ *
+ * Whoever takes a heap off the list under pool_lock holds it alone: a new thread that adopts
+ * it, or the purge of the memory no thread owns (core/purge.c), which visits the parked heaps
+ * (sefer__parked_each) at the global deadline to collect them and purge their slots that are
+ * due (the exiting thread lowers the global deadline to its set's next one), bounds them at a
+ * kept hand-off of the last exit like spares and abandoned segments, and dismantles them all
+ * (sefer__parked_dismantle) before a forced pass: the last exit that does not keep a
+ * hand-off, sefer_collect(true), malloc_trim. So the decommit guarantee holds as for a
+ * dismantled heap.
+ */
+/* Put heap on the parked list. pool_lock held. */
+static void parked_push(struct heap *heap) __must_hold(&pool_lock)
+{
+	__atomic_store_n(&heap->parked, true, __ATOMIC_RELAXED);
+	heap->next_free = parked;
+	parked = heap;
+	__atomic_store_n(&nparked, nparked + 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Park heap (its thread exiting, sefer__heap cleared): true, or false when SEFER_PARKED_HEAPS
+ * are parked.
+ */
+static bool heap_park(struct heap *heap)
+{
+	uint64_t max = sefer__opt.parked_heaps, due;
+
+	if (__atomic_load_n(&nparked, __ATOMIC_RELAXED) >= max)
+		return false;
+	sefer__heap_drain_delayed(heap);
+	sefer__heap_release_empty(heap);
+	sefer__policy_heap_exit_all(heap);
+	memset(&heap->policy, 0, sizeof(heap->policy)); /* as heap_reset: ready for a new owner */
+	due = heap->segments.next_purge;
+	spin_lock(&pool_lock);
+	if (nparked >= max) {
+		spin_unlock(&pool_lock);
+		return false;
+	}
+	parked_push(heap);
+	spin_unlock(&pool_lock);
+	stat_add(&sefer__gstats.parked, NULL, 1);
+	if (IS_ENABLED(CONFIG_DECOMMIT) && due)
+		sefer__global_purge_at(due);
+	return true;
+}
+
+/* Every parked heap, off the list (each held by the caller), linked by next_free. */
+static struct heap *parked_take_all(void)
+{
+	struct heap *all;
+
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+		return NULL;
+	spin_lock(&pool_lock);
+	all = parked;
+	parked = NULL;
+	__atomic_store_n(&nparked, 0, __ATOMIC_RELAXED);
+	for (struct heap *h = all; h; h = h->next_free)
+		__atomic_store_n(&h->parked, false, __ATOMIC_RELAXED);
+	spin_unlock(&pool_lock);
+	return all;
+}
+
+/* Take heap off the parked list (*link points to it). pool_lock held. */
+static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&pool_lock)
+{
+	*link = heap->next_free;
+	heap->next_free = NULL;
+	__atomic_store_n(&heap->parked, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&nparked, nparked - 1, __ATOMIC_RELAXED);
+}
+
+/* A parked heap for the calling thread (now its owner), prefer if parked, or NULL. */
+static struct heap *heap_unpark(struct heap *prefer)
+{
+	struct heap *heap, **link = &parked;
+
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+		return NULL;
+	spin_lock(&pool_lock);
+	if (prefer)
+		for (; *link && *link != prefer; link = &(*link)->next_free)
+			;
+	if (!*link)
+		link = &parked;
+	heap = *link;
+	if (heap)
+		parked_unlink(link, heap);
+	spin_unlock(&pool_lock);
+	if (!heap)
+		return NULL;
+	stat_add(&sefer__gstats.parked, NULL, -1);
+	stat_add(&sefer__gstats.adopted, NULL, 1);
+	sefer__purge_handoff_taken();
+	return heap;
+}
+
+/*
+ * fn(heap, arg) on every parked heap, each held while fn runs (fn takes the locks a heap's
+ * owner may take), one at a time so that a new thread finds the others meanwhile; returns the
+ * least nonzero value fn returned, 0 if none. One pass at a time (parked_pass_lock).
+ */
+uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *arg)
+	__acquires(parked_pass_lock) __releases(parked_pass_lock)
+{
+	static unsigned pass_seq;
+	uint64_t next = 0;
+	unsigned pass;
+
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+		return 0;
+	spin_lock(&parked_pass_lock);
+	pass = ++pass_seq;
+	for (;;) {
+		struct heap *heap, **link;
+
+		spin_lock(&pool_lock);
+		for (link = &parked; (heap = *link) && heap->parked_pass == pass;
+		     link = &heap->next_free)
+			;
+		if (heap)
+			parked_unlink(link, heap);
+		spin_unlock(&pool_lock);
+		if (!heap)
+			break;
+		uint64_t v = fn(heap, arg);
+
+		if (v && (!next || v < next))
+			next = v;
+		heap->parked_pass = pass;
+		spin_lock(&pool_lock);
+		parked_push(heap);
+		spin_unlock(&pool_lock);
+	}
+	spin_unlock(&parked_pass_lock);
+	return next;
+}
+
+/* Dismantle every parked heap (before a forced purge of what no thread owns). */
+void sefer__parked_dismantle(void) __acquires(parked_pass_lock) __releases(parked_pass_lock)
+{
+	struct heap *heap;
+
+	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+		return;
+	spin_lock(&parked_pass_lock); /* a pass's heap back on the list first */
+	heap = parked_take_all();
+
+	while (heap) {
+		struct heap *next = heap->next_free;
+
+		stat_add(&sefer__gstats.parked, NULL, -1);
+		heap_dismantle(heap);
+		sefer__heap_struct_put(heap);
+		heap = next;
+	}
+	spin_unlock(&parked_pass_lock);
+}
+
+void sefer__heap_abandon(struct heap *heap)
+{
+	/* The thread's batched frees into other heaps (core/remote.h) reach their owners: a
+	 * batch outliving its thread would hold their blocks for good. First: a batch may hold
+	 * blocks of segments this heap adopted, which the collect below takes. */
+	remote_flush(&heap->remote);
+	/* The thread's first-class heaps lose their owner (core/heaps.c). */
+	sefer__heaps_orphan_children(heap);
+	/* Frees after this (later TLS destructors) go to free_slow, as cross-thread frees: the
+	 * heap may be another thread's as soon as it is parked. */
+	owned_forget_all();
 	sefer__heap = &sefer__heap_empty;
-	sefer__heap_struct_put(heap);
-	/* 5. The last heap but one gone: nobody may come to reuse or purge what exited heaps
-	 * kept. Every heap puts its segments on the lists above before this decrement, so the
-	 * one that takes the count to 1 or 0 purges all of them, unless the program showed that
-	 * its next threads come at once (core/purge.c, "thread generations"). */
+	if (!heap_park(heap)) {
+		heap_dismantle(heap);
+		sefer__heap_struct_put(heap);
+	}
+	/* The last heap but one gone: nobody may come to reuse or purge what exited heaps
+	 * kept. Every heap is parked or puts its segments on the lists above before this
+	 * decrement, so the one that takes the count to 1 or 0 purges all of them, unless the
+	 * program showed that its next threads come at once (core/purge.c, "thread
+	 * generations"). */
 	if (atomic_fetch_sub_explicit(&heaps_live, 1, memory_order_seq_cst) <= 2)
 		sefer__purge_last_exit();
 }
@@ -291,9 +499,10 @@ void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg)
 }
 
 /* Every spinlock, in the lock order (enum lock_rank, core/lock.h). */
-void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock)
+void sefer__heap_fork_prepare(void) __acquires(parked_pass_lock) __acquires(pool_lock)
+	__acquires(abandoned_lock) __acquires(spare_lock)
 {
+	spin_lock(&parked_pass_lock);
 	spin_lock(&pool_lock);
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_prepare(h);
@@ -301,21 +510,23 @@ void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_l
 }
 
 void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock)
+	__releases(pool_lock) __releases(parked_pass_lock)
 {
 	sefer__unowned_fork_parent();
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_parent(h);
 	spin_unlock(&pool_lock);
+	spin_unlock(&parked_pass_lock);
 }
 
 void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock)
+	__releases(pool_lock) __releases(parked_pass_lock)
 {
 	sefer__unowned_fork_child();
 	for (struct heap *h = heap_all; h; h = h->next_all)
 		heaps_fork_child(h);
 	spin_reset(&pool_lock);
+	spin_reset(&parked_pass_lock);
 	if (IS_ENABLED(CONFIG_HARDENED) && sefer__heap != &sefer__heap_empty) {
 		/* the child must not hand out blocks in the order its parent will */
 		if (!os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))

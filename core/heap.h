@@ -71,6 +71,7 @@ struct heap {
 	struct page_queue bins[NBINS];	   /* pages that may have free blocks */
 	struct page_queue full;		   /* pages with none, waiting for frees */
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
+	bool parked; /* on the parked list (core/heap.c): any thread reads it, relaxed */
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct remote_frees remote; /* this thread's batches of cross-thread frees (remote.h) */
@@ -85,7 +86,8 @@ struct heap {
 	struct heap_fc fc cacheline_aligned;
 #endif
 	struct heap *next_all;	   /* every heap ever made (stats) */
-	struct heap *next_free;	   /* pool of heaps of exited threads */
+	struct heap *next_free;	   /* pool of heaps of exited threads, or the parked ones */
+	unsigned parked_pass;	   /* the last pass over parked heaps that visited it */
 } cacheline_aligned;
 
 SEFER_INTERNAL_EXTERN struct heap sefer__heap_empty;
@@ -113,7 +115,13 @@ static always_inline struct heap *heap_get(void)
 #endif
 
 /* heap.c */
-SEFER_INTERNAL __must_check struct heap *sefer__heap_init_thread(void);
+SEFER_INTERNAL __must_check struct heap *sefer__heap_init_thread_for(struct heap *prefer);
+
+/* The calling thread's heap, made now: a parked one when there is one. */
+static inline struct heap *sefer__heap_init_thread(void)
+{
+	return sefer__heap_init_thread_for(NULL);
+}
 SEFER_INTERNAL __must_check struct heap *sefer__heap_struct_get(void);
 SEFER_INTERNAL void sefer__heap_struct_put(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_setup(struct heap *heap);
@@ -124,16 +132,20 @@ SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
 SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
+/* Parked heaps (heap.c): a pass over them, their dismantling (core/purge.c's passes). */
+SEFER_INTERNAL uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg),
+					   void *arg);
+SEFER_INTERNAL void sefer__parked_dismantle(void);
 SEFER_INTERNAL void sefer__heap_visit_all(void (*fn)(struct heap *h, void *arg), void *arg);
 /* Fork handlers: prepare returns holding every spinlock but the registry's, taken in the lock
  * order (enum lock_rank, core/lock.h; abandoned_lock and spare_lock are core/unowned.c's),
  * parent and child drop them. */
-SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock);
+SEFER_INTERNAL void sefer__heap_fork_prepare(void) __acquires(parked_pass_lock)
+	__acquires(pool_lock) __acquires(abandoned_lock) __acquires(spare_lock);
 SEFER_INTERNAL void sefer__heap_fork_parent(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock);
+	__releases(pool_lock) __releases(parked_pass_lock);
 SEFER_INTERNAL void sefer__heap_fork_child(void) __releases(spare_lock) __releases(abandoned_lock)
-	__releases(pool_lock);
+	__releases(pool_lock) __releases(parked_pass_lock);
 
 /* page.c */
 SEFER_INTERNAL void sefer__queue_push_front(struct page_queue *q, struct page *pg);

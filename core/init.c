@@ -33,23 +33,24 @@ SEFER_INTERNAL uint64_t sefer__shuffle_key;
 static atomic_int init_state; /* 0 not started, 1 running, 2 done */
 static __thread bool in_init __attribute__((tls_model("initial-exec")));
 
-/* The locks of heap.c (pool), unowned.c (abandoned, spare) and the registry (sync.h). */
-static void fork_prepare(void) __acquires(pool_lock) __acquires(abandoned_lock)
-	__acquires(spare_lock) __acquires(reg_lock)
+/* The locks of heap.c (parked pass, pool), unowned.c (abandoned, spare) and the registry
+ * (sync.h). */
+static void fork_prepare(void) __acquires(parked_pass_lock) __acquires(pool_lock)
+	__acquires(abandoned_lock) __acquires(spare_lock) __acquires(reg_lock)
 {
 	sefer__heap_fork_prepare();
 	sefer__sync_fork_prepare();
 }
 
-static void fork_parent(void) __releases(pool_lock) __releases(abandoned_lock)
-	__releases(spare_lock) __releases(reg_lock)
+static void fork_parent(void) __releases(parked_pass_lock) __releases(pool_lock)
+	__releases(abandoned_lock) __releases(spare_lock) __releases(reg_lock)
 {
 	sefer__sync_fork_parent();
 	sefer__heap_fork_parent();
 }
 
-static void fork_child(void) __releases(pool_lock) __releases(abandoned_lock)
-	__releases(spare_lock) __releases(reg_lock)
+static void fork_child(void) __releases(parked_pass_lock) __releases(pool_lock)
+	__releases(abandoned_lock) __releases(spare_lock) __releases(reg_lock)
 {
 	sefer__sync_fork_child();
 	sefer__heap_fork_child();

@@ -31,6 +31,8 @@
  */
 enum lock_rank {
 	LOCK_RANK_NONE,		/* never given one (a zeroed lock): taking it is reported */
+	LOCK_RANK_PARKED_PASS,	/* parked_pass_lock (heap.c): a pass over the parked heaps, or
+				 * their dismantling; held across the pass (purges included) */
 	LOCK_RANK_HEAP_POOL,	/* pool_lock (heap.c): the pool of exited and destroyed heaps,
 				 * the list of all heaps */
 	LOCK_RANK_HEAP_LARGE,	/* every first-class heap's fc.large_lock (heaps.c): its large

@@ -116,6 +116,27 @@ static struct sefer_option core_options[] = {
 		.example = "SEFER_CALLOC_PREFAULT=0 ./sparse-matrix "
 			   "`(nothing committed before the program touches it)`",
 	},
+	{
+		.name = "PARKED_HEAPS",
+		.type = OPT_UINT,
+		.secure = OPT_SECURE_LOWER,
+		.value.u = &sefer__opt.parked_heaps,
+		.def = 32,
+		.min = 0,
+		.max = 1024,
+		.help = "How many exited threads' heaps are kept whole (parked) for the next "
+			"threads to take over, with their pages, free lists and segments; 0 keeps "
+			"none. A thread that exits while this many are parked gives its memory up "
+			"instead: its empty segments are kept as spares, the others left for any "
+			"thread to reclaim. A new thread takes over a parked heap (the one its first "
+			"call frees into, if that is a free), so a program that runs its threads in "
+			"generations (start them, join them, start the next ones) reuses what the last "
+			"one left warm, with no purge and no fault. Parked heaps' free pages are "
+			"purged after the purge delay by other threads' slow paths, and when the last "
+			"worker exits, as exited threads' memory is (see decommit.rst in the "
+			"documentation).",
+		.example = "SEFER_PARKED_HEAPS=0 ./thread-pool-server",
+	},
 	{ .name = NULL },
 };
 

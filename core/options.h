@@ -41,6 +41,7 @@ struct sefer_options {
 	unsigned on_error;	  /* SEFER_ON_ERROR: enum on_error */
 	uint64_t purge_delay_ms;  /* SEFER_PURGE_DELAY_MS */
 	uint64_t calloc_prefault; /* SEFER_CALLOC_PREFAULT: bytes */
+	uint64_t parked_heaps;	  /* SEFER_PARKED_HEAPS: exited threads' heaps kept whole */
 	bool secure;		  /* secure execution: see above */
 };
 

@@ -31,6 +31,7 @@
  * deferred nor counted; seg->unowned_purged is a subset of seg->purged_pages. A set's state is its
  * owner's, a segment's its owner's or its holder's (HELD_OWNER); sefer_purge_at is atomic.
  */
+#include "core/heap.h"
 #include "core/options.h"
 #include "core/purge.h"
 #include "core/stats.h"
@@ -461,8 +462,36 @@ static uint64_t abandoned_purge(struct unowned_pass *pass)
 }
 
 /*
- * Purge the spare and abandoned segments whose deadline passed (all with force) and set
- * sefer_purge_at to the next deadline. Any thread, no lock held.
+ * A parked heap (core/heap.c), held: collect it as its owner's slow path would (the frees
+ * other threads pushed, the pages they emptied), purge what its own deadlines make due, and at
+ * a last exit's pass bound its dirty slots as the hand-off's. Returns its next deadline or 0.
+ * A forced pass finds no parked heap (dismantled first).
+ */
+static uint64_t parked_purge_due(struct heap *heap, void *arg)
+{
+	struct unowned_pass *pass = arg;
+	struct segment_set *set = &heap->segments;
+
+	sefer__heap_drain_delayed(heap);
+	sefer__heap_release_empty(heap);
+	if (!set->next_purge && !pass->handoff)
+		return 0;
+	if (!set->next_purge || pass->now >= set->next_purge)
+		sefer__purge_set(set, pass->now, false);
+	if (pass->handoff) {
+		struct segment *lists[3] = { set->with_space, set->full, set->cache };
+
+		for (int l = 0; l < 3; l++)
+			for (struct segment *seg = lists[l]; seg; seg = seg->next)
+				handoff_bound(seg, pass);
+	}
+	return set->next_purge;
+}
+
+/*
+ * Purge the spare and abandoned segments and the parked heaps' slots whose deadline passed
+ * (all with force, parked heaps dismantled first) and set sefer_purge_at to the next
+ * deadline. Any thread, no lock held.
  */
 static void unowned_pass_run(struct unowned_pass *pass)
 {
@@ -470,9 +499,14 @@ static void unowned_pass_run(struct unowned_pass *pass)
 
 	if (!pass->force)
 		unowned_calm(pass->now);
+	else
+		sefer__parked_dismantle();
 	pass->delay = sefer__purge_unowned_delay();
 	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
-	next = spare_purge(pass);
+	next = sefer__parked_each(parked_purge_due, pass);
+	n = spare_purge(pass);
+	if (n && (!next || n < next))
+		next = n;
 	n = abandoned_purge(pass);
 	if (n && (!next || n < next))
 		next = n;
@@ -611,5 +645,7 @@ void sefer__purge_last_exit(void)
 	if (keep)
 		stat_add(&sefer__gstats.handoffs_kept, NULL, 1);
 	if (IS_ENABLED(CONFIG_DECOMMIT))
-		unowned_pass_run(&pass);
+		unowned_pass_run(&pass); /* forced: parked heaps dismantled first */
+	else
+		sefer__parked_dismantle(); /* as the dismantled heaps' memory, nothing purged */
 }

@@ -108,6 +108,8 @@ struct sefer_stats {
 	uint64_t purge_raises;	     /* times a purge delay was raised (purged memory needed) */
 	uint64_t lock_yields;	     /* spinlock waiters that gave their CPU away */
 	uint64_t handoffs_kept;	     /* last workers' exits that kept memory for the next threads */
+	uint64_t heaps_parked;	     /* exited threads' heaps kept whole for the next threads, now */
+	uint64_t heaps_adopted;	     /* parked heaps a new thread took over */
 };
 
 /*

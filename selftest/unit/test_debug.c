@@ -69,7 +69,7 @@ static void check_reported(void (*fn)(void), const char *what)
 static void take_inverted(void)
 {
 	spin_lock(&inner);
-	spin_lock(&outer); /* rank 1 while holding rank 3 */
+	spin_lock(&outer); /* rank 2 while holding rank 4 */
 	spin_unlock(&outer);
 	spin_unlock(&inner);
 }
@@ -123,13 +123,13 @@ static void corrupt_slot_bits(void)
 START_TEST(lock_inversion_reported)
 {
 	check_reported(take_inverted,
-		       "lock order: taking pool_lock (rank 1) while holding abandoned_lock (rank 3)");
+		       "lock order: taking pool_lock (rank 2) while holding abandoned_lock (rank 4)");
 }
 END_TEST
 
 START_TEST(same_rank_reported)
 {
-	check_reported(take_same_rank, "taking large_lock (rank 2) while holding large_lock");
+	check_reported(take_same_rank, "taking large_lock (rank 3) while holding large_lock");
 }
 END_TEST
 

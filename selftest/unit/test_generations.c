@@ -3,10 +3,15 @@
  * Thread generations: what an exiting thread leaves is reused by the next one, stays bounded,
  * and goes back to the OS once no other thread is left to reuse it.
  *
+ *  - parked heaps: an exiting thread's heap is kept whole; the next thread takes it over (the
+ *    one it frees into first, when its first call is a free) and allocates from its pages;
+ *    at most SEFER_PARKED_HEAPS are kept; their free pages are purged after the delay by
+ *    another thread's slow path; the last exit and sefer_collect(true) dismantle them.
  *  - spares: a thread's empty segments become spares; the next thread maps none of its own.
- *  - reclaim, not adopt-on-free: a thread that only frees an exited thread's blocks does not
- *    take its segments over; the next thread that needs memory reclaims them, first the ones
- *    it has freed into (two lanes of thread rounds each take their own predecessor's memory).
+ *  - reclaim, not adopt-on-free (with parking off, SEFER_PARKED_HEAPS=0, or past its bound): a
+ *    thread that only frees an exited thread's blocks does not take its segments over; the
+ *    next thread that needs memory reclaims them, first the ones it has freed into (two lanes
+ *    of thread rounds each take their own predecessor's memory).
  *  - bounded: 40 generations of threads that share items keep the segment count where the
  *    first generations left it; when the last worker exits, committed bytes and RSS come back.
  *  - deferred purge: an abandoned segment's free pages are purged after the purge delay by
@@ -91,6 +96,25 @@ static void stop_keepalive(pthread_t t)
 	pthread_join(t, NULL);
 }
 
+/*
+ * The tests of what a dismantled heap leaves (spares, abandoned segments, reclaim) run with
+ * parking off and no heap parked (an earlier test's, when the runner does not fork); the
+ * option comes back with parking_back().
+ */
+static uint64_t parked_heaps_opt;
+
+static void parking_off(void)
+{
+	parked_heaps_opt = sefer__opt.parked_heaps;
+	sefer__opt.parked_heaps = 0;
+	sefer__parked_dismantle();
+}
+
+static void parking_back(void)
+{
+	sefer__opt.parked_heaps = parked_heaps_opt;
+}
+
 #define SPARE_BYTES (6 * MiB)
 
 static void *fill_v[SPARE_BYTES / 256]; /* not from sefer: a large block maps a segment */
@@ -156,9 +180,12 @@ static void *alloc_some(void *arg)
 
 START_TEST(freeing_thread_does_not_adopt)
 {
-	pthread_t k = start_keepalive(), t;
+	pthread_t k, t;
 	struct segment *seg;
 	static void *again[NLEFT];
+
+	parking_off();
+	k = start_keepalive();
 
 	pthread_create(&t, NULL, alloc_and_leave, NULL);
 	pthread_join(t, NULL);
@@ -188,6 +215,7 @@ START_TEST(freeing_thread_does_not_adopt)
 	for (int i = 0; i < NLEFT; i++)
 		sefer_free(again[i]);
 	stop_keepalive(k);
+	parking_back();
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
@@ -235,10 +263,10 @@ static void *lane_successor(void *arg)
 	return NULL;
 }
 
-START_TEST(reclaim_takes_the_segment_freed_into)
+/* Both lanes fill (lane 1 while lane 0 lives) and exit, lane 0 first. */
+static void lanes_fill_and_exit(struct successor *s)
 {
-	pthread_t k = start_keepalive(), t[2];
-	struct successor s;
+	pthread_t t[2];
 
 	atomic_store(&lanes_ready, 0);
 	for (int l = 0; l < 2; l++) {
@@ -247,27 +275,20 @@ START_TEST(reclaim_takes_the_segment_freed_into)
 		while (atomic_load(&lanes_ready) <= l) /* lane 1 fills while lane 0 lives */
 			sleep_ms(1);
 	}
-	for (int l = 0; l < 2; l++) { /* lane 0 exits first: lane 1's segment heads the list */
+	for (int l = 0; l < 2; l++) { /* lane 0 exits first */
 		atomic_store(&lane_exit[l], 1);
 		pthread_join(t[l], NULL);
 	}
-	s.own = segment_of(lane_v[0][0]);
-	s.other = segment_of(lane_v[1][0]);
-	ck_assert_ptr_ne(s.own, s.other);
-	ck_assert_ptr_null(atomic_load(&s.own->owner));
-	ck_assert_ptr_null(atomic_load(&s.other->owner));
+	s->own = segment_of(lane_v[0][0]);
+	s->other = segment_of(lane_v[1][0]);
+	ck_assert_ptr_ne(s->own, s->other);
+}
 
-	for (int i = 0; i < NLANE; i++)
-		ck_assert_uint_eq(((uint8_t *)lane_v[0][i])[LANE_SIZE - 1], 'a');
-	pthread_create(&t[0], NULL, lane_successor, &s);
-	pthread_join(t[0], NULL);
-	/* With the list head alone it took lane 1's segment, whose blocks another thread would
-	 * free: every one of them a cross-thread free into a live owner. */
-	ck_assert_msg(s.own_owner == s.me, "lane 0's successor did not reclaim lane 0's segment");
-	ck_assert_msg(s.other_owner == NULL, "lane 0's successor took lane 1's segment");
+/* Lane 0's successor allocated from lane 0's segment; then everything is checked and freed. */
+static void lanes_check_and_free(const struct successor *s)
+{
 	for (int i = 0; i < NLANE / 2; i++)
-		ck_assert_ptr_eq(segment_of(lane_again[i]), s.own);
-
+		ck_assert_ptr_eq(segment_of(lane_again[i]), s->own);
 	for (int i = 0; i < NLANE / 2; i++) {
 		sefer_free(lane_again[i]);
 		sefer_free(lane_v[0][NLANE / 2 + i]);
@@ -276,7 +297,158 @@ START_TEST(reclaim_takes_the_segment_freed_into)
 		ck_assert_uint_eq(((uint8_t *)lane_v[1][i])[0], 'b');
 		sefer_free(lane_v[1][i]);
 	}
+}
+
+START_TEST(reclaim_takes_the_segment_freed_into)
+{
+	pthread_t k, t;
+	struct successor s;
+
+	parking_off();
+	k = start_keepalive();
+	lanes_fill_and_exit(&s); /* lane 1's segment heads the abandoned list */
+	ck_assert_ptr_null(atomic_load(&s.own->owner));
+	ck_assert_ptr_null(atomic_load(&s.other->owner));
+
+	for (int i = 0; i < NLANE; i++)
+		ck_assert_uint_eq(((uint8_t *)lane_v[0][i])[LANE_SIZE - 1], 'a');
+	pthread_create(&t, NULL, lane_successor, &s);
+	pthread_join(t, NULL);
+	/* With the list head alone it took lane 1's segment, whose blocks another thread would
+	 * free: every one of them a cross-thread free into a live owner. */
+	ck_assert_msg(s.own_owner == s.me, "lane 0's successor did not reclaim lane 0's segment");
+	ck_assert_msg(s.other_owner == NULL, "lane 0's successor took lane 1's segment");
+	lanes_check_and_free(&s);
 	stop_keepalive(k);
+	parking_back();
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
+ * The same two lanes with parking on: both lanes' heaps are parked whole (lane 1's last, so
+ * first on the list), and lane 0's successor, whose first call frees lane 0's block, takes
+ * over lane 0's heap: its frees are local, its allocations come from that segment, and lane
+ * 1's heap stays parked.
+ */
+START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
+{
+	pthread_t k, t;
+	struct successor s;
+	struct heap *own_heap, *other_heap;
+	struct sefer_stats st0, st1;
+
+	if (!sefer__opt.parked_heaps)
+		return; /* SEFER_PARKED_HEAPS=0 in the environment */
+	sefer__parked_dismantle();
+	k = start_keepalive();
+	lanes_fill_and_exit(&s); /* lane 1's heap heads the parked list */
+	own_heap = atomic_load(&s.own->owner);
+	other_heap = atomic_load(&s.other->owner);
+	ck_assert_msg(owner_is_heap(own_heap) && own_heap->parked, "lane 0's heap is not parked");
+	ck_assert_msg(owner_is_heap(other_heap) && other_heap->parked,
+		      "lane 1's heap is not parked");
+	st0 = stats();
+	if (STATS)
+		ck_assert_uint_ge(st0.heaps_parked, 2);
+	pthread_create(&t, NULL, lane_successor, &s);
+	pthread_join(t, NULL);
+	st1 = stats();
+	ck_assert_msg(s.me == own_heap, "lane 0's successor did not take over lane 0's heap");
+	ck_assert_ptr_eq(s.own_owner, own_heap);
+	ck_assert_ptr_eq(s.other_owner, other_heap);
+	ck_assert_msg(other_heap->parked, "lane 1's heap left the parked list");
+	if (STATS) {
+		ck_assert_uint_eq(st1.heaps_adopted, st0.heaps_adopted + 1);
+		ck_assert_uint_eq(st1.reclaimed, st0.reclaimed);
+		ck_assert_uint_eq(st1.segments_mapped, st0.segments_mapped);
+	}
+	lanes_check_and_free(&s);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+static atomic_int holders_ready, holders_go;
+
+static void *hold_a_block(void *arg)
+{
+	*(void **)arg = sefer_malloc(100);
+	atomic_fetch_add(&holders_ready, 1);
+	while (!atomic_load(&holders_go))
+		sleep_ms(1);
+	return NULL;
+}
+
+static void *exit_with_a_block(void *arg)
+{
+	*(void **)arg = sefer_malloc(100);
+	return NULL;
+}
+
+/*
+ * At most SEFER_PARKED_HEAPS are parked: with 1, the second of two threads that exit while
+ * another lives is dismantled (its segment abandoned). sefer_collect(true) dismantles the
+ * parked one, and its segment, empty once the block is freed, goes back.
+ */
+START_TEST(parked_heaps_bounded_and_collected)
+{
+	pthread_t k, t;
+	void *a, *b;
+	uint64_t opt = sefer__opt.parked_heaps;
+	struct sefer_stats st0, st1, st2;
+
+	if (!STATS || !opt)
+		return;
+	sefer__parked_dismantle();
+	sefer__opt.parked_heaps = 1;
+	k = start_keepalive();
+	st0 = stats();
+	pthread_create(&t, NULL, exit_with_a_block, &a);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, exit_with_a_block, &b);
+	pthread_join(t, NULL); /* took the parked heap over, and parked it again */
+	ck_assert_ptr_eq(segment_of(a), segment_of(b));
+	st1 = stats();
+	ck_assert_uint_eq(st1.heaps_parked, 1);
+	ck_assert_uint_eq(st1.heaps_adopted, st0.heaps_adopted + 1);
+	ck_assert(atomic_load(&segment_of(a)->owner)->parked);
+	sefer_free(a); /* into the parked heap: pushed at once, not batched */
+	sefer_free(b);
+	sefer_collect(true);
+	st2 = stats();
+	ck_assert_uint_eq(st2.heaps_parked, 0);
+	if (IS_ENABLED(CONFIG_DECOMMIT)) {
+		ck_assert_uint_eq(st2.abandoned, 0); /* emptied: a spare, purged */
+		ck_assert_uint_gt(st2.purged, st1.purged);
+	}
+	/* two threads live at once, then exit: one heap parked, the other dismantled */
+	atomic_store(&holders_ready, 0);
+	atomic_store(&holders_go, 0);
+	pthread_t h[2];
+
+	pthread_create(&h[0], NULL, hold_a_block, &a);
+	pthread_create(&h[1], NULL, hold_a_block, &b);
+	while (atomic_load(&holders_ready) < 2)
+		sleep_ms(1);
+	st1 = stats();
+	atomic_store(&holders_go, 1);
+	pthread_join(h[0], NULL);
+	pthread_join(h[1], NULL);
+	st2 = stats();
+	ck_assert_ptr_ne(segment_of(a), segment_of(b));
+	ck_assert_uint_eq(st2.heaps_parked, 1);
+	ck_assert_uint_eq(st2.abandoned, st1.abandoned + 1);
+	struct heap *oa = atomic_load(&segment_of(a)->owner), *ob = atomic_load(&segment_of(b)->owner);
+
+	ck_assert_msg((oa == NULL && owner_is_heap(ob) && ob->parked) ||
+			      (ob == NULL && owner_is_heap(oa) && oa->parked),
+		      "not one segment parked and one abandoned: owners %p %p", (void *)oa,
+		      (void *)ob);
+	sefer_free(a);
+	sefer_free(b);
+	stop_keepalive(k);
+	sefer__opt.parked_heaps = opt;
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
@@ -415,6 +587,7 @@ START_TEST(abandoned_purged_after_delay)
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS)
 		return;
+	parking_off();
 	k = start_keepalive();
 	struct sefer_stats st0 = stats();
 
@@ -433,6 +606,53 @@ START_TEST(abandoned_purged_after_delay)
 		      "only %llu KiB purged after the delay",
 		      (unsigned long long)(st2.purged - st1.purged) >> 10);
 	for (int i = 0; i < HOLES; i++) {
+		ck_assert_uint_eq(((uint8_t *)kept[i])[511], 3);
+		sefer_free(kept[i]);
+	}
+	sefer_free(p);
+	stop_keepalive(k);
+	parking_back();
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
+ * A parked heap's free pages are purged after the delay by another thread's slow path (the
+ * global deadline the exit lowered), not at exit while that thread lives; the heap stays
+ * parked, its live blocks intact.
+ */
+START_TEST(parked_purged_after_delay)
+{
+	pthread_t k, t;
+	void *p;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS || !sefer__opt.parked_heaps ||
+	    sefer__opt.purge_delay_ms > 1000)
+		return;
+	sefer__parked_dismantle();
+	k = start_keepalive();
+	struct sefer_stats st0 = stats();
+
+	pthread_create(&t, NULL, leave_holes, NULL);
+	pthread_join(t, NULL);
+	struct sefer_stats st1 = stats();
+	struct heap *parked_heap = atomic_load(&segment_of(kept[0])->owner);
+
+	ck_assert_msg(owner_is_heap(parked_heap) && parked_heap->parked,
+		      "the exited thread's heap is not parked");
+	ck_assert_uint_eq(st1.heaps_parked, st0.heaps_parked + 1);
+	/* not purged at exit: another thread lives and may take the heap over */
+	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
+	sleep_ms((long)sefer__opt.purge_delay_ms + 20);
+	p = sefer_malloc(3000); /* this thread's slow path (a class with no page yet) */
+	struct sefer_stats st2 = stats();
+
+	ck_assert_msg(st2.purged - st1.purged >= HOLES * SEGMENT_SIZE / 2,
+		      "only %llu KiB purged after the delay",
+		      (unsigned long long)(st2.purged - st1.purged) >> 10);
+	ck_assert_msg(parked_heap->parked, "the purge took the heap off the parked list");
+	for (int i = 0; i < HOLES; i++) {
+		ck_assert_ptr_eq(atomic_load(&segment_of(kept[i])->owner), parked_heap);
 		ck_assert_uint_eq(((uint8_t *)kept[i])[511], 3);
 		sefer_free(kept[i]);
 	}
@@ -719,6 +939,7 @@ START_TEST(unowned_backoff_follows_reuse)
 	    sefer__opt.purge_delay_ms > 1000)
 		return;
 	atomic_store(&sefer__unowned_backoff, 0);
+	parking_off();
 	k = start_keepalive(); /* the exit below is not the last: nothing is purged at once */
 	pthread_create(&t, NULL, leave_holes, NULL);
 	pthread_join(t, NULL);
@@ -745,6 +966,7 @@ START_TEST(unowned_backoff_follows_reuse)
 	}
 	sefer_free(p);
 	stop_keepalive(k);
+	parking_back();
 	atomic_store(&sefer__unowned_backoff, 0); /* for the tests after, without fork */
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
@@ -759,8 +981,11 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, spares_serve_the_next_thread);
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
+	tcase_add_test(tc, parked_heap_taken_by_the_thread_freeing_into_it);
+	tcase_add_test(tc, parked_heaps_bounded_and_collected);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
+	tcase_add_test(tc, parked_purged_after_delay);
 	tcase_add_test(tc, partial_pages_taken_over);
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
 	tcase_add_test(tc, handoff_bounded_by_next_use);

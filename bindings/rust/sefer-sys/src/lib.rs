@@ -66,6 +66,10 @@ pub struct sefer_stats {
     pub lock_yields: u64,
     /// Exits of a last worker that kept what exited threads left for the next threads.
     pub handoffs_kept: u64,
+    /// Exited threads' heaps kept whole for the next threads, now.
+    pub heaps_parked: u64,
+    /// Parked heaps that a new thread took over.
+    pub heaps_adopted: u64,
 }
 
 /// `sefer_stats_print` flag: add the per-size-class table.
