@@ -419,8 +419,10 @@ START_TEST(parked_heaps_bounded_and_collected)
 	st2 = stats();
 	ck_assert_uint_eq(st2.heaps_parked, 0);
 	if (IS_ENABLED(CONFIG_DECOMMIT)) {
-		ck_assert_uint_eq(st2.abandoned, 0); /* emptied: a spare, purged */
-		ck_assert_uint_gt(st2.purged, st1.purged);
+		/* emptied: a spare, purged (or unmapped: PURGE_FREE's forced pass, or no segment
+		 * cache) */
+		ck_assert_uint_eq(st2.abandoned, 0);
+		ck_assert_uint_lt(st2.committed, st1.committed);
 	}
 	/* two threads live at once, then exit: one heap parked, the other dismantled */
 	atomic_store(&holders_ready, 0);
