@@ -154,10 +154,7 @@ void sefer__heap_collect(struct heap *heap, bool force)
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap);
 	sefer__policy_collect_all(heap, force);
-	if (IS_ENABLED(CONFIG_DECOMMIT))
-		sefer__purge_pass(&heap->segments, force, false); /* forced: parked heaps too */
-	else if (force)
-		sefer__parked_dismantle(); /* what exited threads left, as if none were parked */
+	sefer__purge_pass(&heap->segments, force, false); /* forced: parked heaps dismantled */
 }
 
 static void heap_thread_exit(void *arg)

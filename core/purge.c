@@ -490,8 +490,8 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 
 /*
  * Purge the spare and abandoned segments and the parked heaps' slots whose deadline passed
- * (all with force, parked heaps dismantled first) and set sefer_purge_at to the next
- * deadline. Any thread, no lock held.
+ * (all with force) and set sefer_purge_at to the next deadline. Any thread, no lock held.
+ * Only through unowned_release().
  */
 static void unowned_pass_run(struct unowned_pass *pass)
 {
@@ -499,8 +499,6 @@ static void unowned_pass_run(struct unowned_pass *pass)
 
 	if (!pass->force)
 		unowned_calm(pass->now);
-	else
-		sefer__parked_dismantle();
 	pass->delay = sefer__purge_unowned_delay();
 	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
 	next = sefer__parked_each(parked_purge_due, pass);
@@ -514,6 +512,19 @@ static void unowned_pass_run(struct unowned_pass *pass)
 		sefer__global_purge_at(next);
 }
 
+/*
+ * The one way to release what no thread owns, with or without CONFIG_DECOMMIT: a forced pass
+ * first dismantles the parked heaps (their memory then goes where an unparked exit's would),
+ * and purges only where the build decommits at all.
+ */
+static void unowned_release(struct unowned_pass *pass)
+{
+	if (pass->force)
+		sefer__parked_dismantle();
+	if (IS_ENABLED(CONFIG_DECOMMIT))
+		unowned_pass_run(pass);
+}
+
 static void handoff_forget(void);
 
 /* With force (sefer_collect(true), malloc_trim): everything, and no hand-off is left either. */
@@ -521,11 +532,9 @@ void sefer__global_purge(uint64_t now, bool force)
 {
 	struct unowned_pass pass = { .now = now, .force = force };
 
-	if (!IS_ENABLED(CONFIG_DECOMMIT))
-		return;
 	if (force)
 		handoff_forget();
-	unowned_pass_run(&pass);
+	unowned_release(&pass);
 }
 
 /*
@@ -644,8 +653,5 @@ void sefer__purge_last_exit(void)
 	atomic_store_explicit(&handoff_bound_last, pass.keep_slots, memory_order_relaxed);
 	if (keep)
 		stat_add(&sefer__gstats.handoffs_kept, NULL, 1);
-	if (IS_ENABLED(CONFIG_DECOMMIT))
-		unowned_pass_run(&pass); /* forced: parked heaps dismantled first */
-	else
-		sefer__parked_dismantle(); /* as the dismantled heaps' memory, nothing purged */
+	unowned_release(&pass);
 }
