@@ -105,15 +105,4 @@ SEFER_INTERNAL void sefer__inuse_sample(struct inuse *u);
 /* A slow path that grew committed memory: sample when a new peak may have been reached. */
 SEFER_INTERNAL void sefer__inuse_grown(void);
 
-/* The process's own figures for the printout (core/procinfo.c); unknown ones are 0. */
-struct procinfo {
-	uint64_t pid;
-	char name[64]; /* the program's file name */
-	bool have_rss, have_cpu, have_elapsed;
-	uint64_t rss, rss_peak; /* bytes */
-	uint64_t cpu_user_ms, cpu_sys_ms, elapsed_ms;
-};
-
-SEFER_INTERNAL void sefer__procinfo_get(struct procinfo *p);
-
 #endif

@@ -76,7 +76,7 @@ static struct stats_human stats_seconds(uint64_t ms)
 }
 
 static void stats_table(struct stats_sink *s, const struct sefer_stats *st,
-			const struct procinfo *p, const struct class_use *classes)
+			const struct sefer_os_procinfo *p, const struct class_use *classes)
 {
 	stats_out(s, "sefer: stats of %s (pid %llu), %s\n", p->name[0] ? p->name : "?",
 		  (unsigned long long)p->pid, sefer_version());
@@ -167,7 +167,7 @@ static void stats_member_str(struct stats_sink *s, const char *name, const char 
 	stats_out(s, "%s\"%s\": \"%s\"", s->items++ ? ", " : "", name, buf);
 }
 
-static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const struct procinfo *p,
+static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const struct sefer_os_procinfo *p,
 		       const struct class_use *classes)
 {
 	stats_out(s, "{");
@@ -229,16 +229,24 @@ static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const
 	stats_out(s, "]}\n");
 }
 
+/* The OS's figures of the process, as far as the backend tells them (SEFER_OS_PROCINFO). */
+static void procinfo_get(struct sefer_os_procinfo *p)
+{
+	__builtin_memset(p, 0, sizeof(*p));
+	if (sefer__os.features & SEFER_OS_PROCINFO)
+		sefer__os.procinfo(p);
+}
+
 SEFER_API void sefer_stats_print(FILE *fp, unsigned flags)
 {
 	struct class_use classes[NBINS];
 	struct sefer_stats st;
-	struct procinfo p;
+	struct sefer_os_procinfo p;
 	struct stats_sink s = {fp, (flags & SEFER_STATS_JSON) != 0, 0};
 
 	__builtin_memset(classes, 0, sizeof(classes));
 	sefer__stats_collect(&st, classes);
-	sefer__procinfo_get(&p);
+	procinfo_get(&p);
 	if (s.json) {
 		stats_json(&s, &st, &p, classes);
 	} else {

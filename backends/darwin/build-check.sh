@@ -34,7 +34,7 @@ for s in mbind getcpu getrandom fdatasync syscall; do
 		exit 1
 	fi
 done
-for s in _NSGetEnviron arc4random_buf issetugid; do
+for s in _NSGetEnviron arc4random_buf issetugid task_info getprogname; do
 	grep -qx "$s" <<<"$undef" || { echo "darwin build: expected Darwin call $s" >&2; exit 1; }
 done
 nobj=$(ar t "$lib" | wc -l)

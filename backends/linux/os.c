@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The Linux backend: the POSIX part (backends/posix/) plus madvise purging, mbind NUMA
- * binding, getcpu, getrandom, fdatasync and AT_SECURE. See include/sefer/os.h for each op's
- * contract.
+ * binding, getcpu, getrandom, fdatasync, AT_SECURE and /proc/self (procinfo.c). See
+ * include/sefer/os.h for each op's contract.
  *
  * mbind is called through syscall(2) with the constants from <numaif.h>, so the core does not
  * link libnuma (whose constructor allocates through malloc while the process starts).
@@ -33,6 +33,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "backends/linux/linux.h"
 #include "backends/posix/posix.h"
 
 static int node_count = 1;
@@ -290,7 +291,8 @@ static bool linux_secure(void)
 SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "linux",
 	.features = SEFER_OS_REMAP | SEFER_OS_POPULATE | SEFER_OS_PROTECT | SEFER_OS_NUMA |
-		    SEFER_OS_SECURE | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV,
+		    SEFER_OS_SECURE | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV |
+		    SEFER_OS_PROCINFO,
 	.init = linux_init,
 	.reserve = sefer__posix_reserve,
 	.release = linux_release,
@@ -309,6 +311,7 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.random_bytes = linux_random_bytes,
 	.thread_exit_hook = sefer__posix_thread_exit_hook,
 	.yield = sefer__posix_yield,
+	.procinfo = sefer__linux_procinfo,
 	.open_file = sefer__posix_open_file,
 	.close_file = sefer__posix_close_file,
 	.pread = sefer__posix_pread,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The Windows backend: VirtualAlloc/VirtualFree, VirtualAllocExNuma, FlsAlloc thread exit,
- * BCryptGenRandom, GetTickCount64 and Win32 file handles for persist/. See include/sefer/os.h
- * for each op's contract and Documentation/backends/win32.rst for what is tested where.
+ * BCryptGenRandom, GetTickCount64, the process's working set and times (procinfo) and Win32
+ * file handles for persist/. See include/sefer/os.h for each op's contract and
+ * Documentation/backends/win32.rst for what is tested where.
  *
  * Nothing here calls the C runtime's malloc: environment, error output and file I/O go
  * straight to kernel32.
@@ -18,6 +19,7 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 #include <bcrypt.h>
+#include <psapi.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -354,6 +356,48 @@ static void win32_yield(void)
 	SwitchToThread();
 }
 
+/* FILETIME's 100 ns units in milliseconds */
+static uint64_t filetime_ms(FILETIME t)
+{
+	return (((uint64_t)t.dwHighDateTime << 32) | t.dwLowDateTime) / 10000;
+}
+
+/*
+ * The process's figures: the working set (Windows' resident set) now and at peak, the
+ * kernel's CPU times and the time since its creation; the name is the executable's file name.
+ */
+static void win32_procinfo(struct sefer_os_procinfo *p)
+{
+	PROCESS_MEMORY_COUNTERS mc;
+	FILETIME created, exited, kernel, user, now;
+	char path[MAX_PATH];
+	DWORD n = GetModuleFileNameA(NULL, path, sizeof(path));
+	const char *name = path;
+
+	p->pid = GetCurrentProcessId();
+	for (DWORD i = 0; i < n && i < sizeof(path); i++)
+		if (path[i] == '\\' || path[i] == '/')
+			name = path + i + 1;
+	for (size_t i = 0; n && name[i] && i < sizeof(p->name) - 1; i++)
+		p->name[i] = name[i];
+	mc.cb = sizeof(mc);
+	if (K32GetProcessMemoryInfo(GetCurrentProcess(), &mc, sizeof(mc))) {
+		p->rss = mc.WorkingSetSize;
+		p->rss_peak = mc.PeakWorkingSetSize;
+		p->have_rss = true;
+	}
+	if (GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) {
+		p->cpu_user_ms = filetime_ms(user);
+		p->cpu_sys_ms = filetime_ms(kernel);
+		p->have_cpu = true;
+		GetSystemTimeAsFileTime(&now);
+		if (filetime_ms(now) >= filetime_ms(created)) {
+			p->elapsed_ms = filetime_ms(now) - filetime_ms(created);
+			p->have_elapsed = true;
+		}
+	}
+}
+
 /* ---- files ---- */
 
 static int werr(void)
@@ -476,7 +520,7 @@ static int win32_lock_file(sefer_file_t f)
 SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "win32",
 	.features = SEFER_OS_PROTECT | SEFER_OS_NUMA | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM |
-		    SEFER_OS_YIELD | SEFER_OS_ENV,
+		    SEFER_OS_YIELD | SEFER_OS_ENV | SEFER_OS_PROCINFO,
 	.init = win32_init,
 	.reserve = win32_reserve,
 	.release = win32_release,
@@ -492,6 +536,7 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.random_bytes = win32_random_bytes,
 	.thread_exit_hook = win32_thread_exit_hook,
 	.yield = win32_yield,
+	.procinfo = win32_procinfo,
 	.open_file = win32_open_file,
 	.close_file = win32_close_file,
 	.pread = win32_pread,

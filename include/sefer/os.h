@@ -73,6 +73,20 @@ typedef intptr_t sefer_file_t;
 #define SEFER_OS_RANDOM (1u << 6)	/* random_bytes */
 #define SEFER_OS_YIELD (1u << 7)	/* yield */
 #define SEFER_OS_ENV (1u << 8)		/* env_entry */
+#define SEFER_OS_PROCINFO (1u << 9)	/* procinfo */
+
+/*
+ * The process's own figures for the stats printout (sefer_stats_print, SEFER_SHOW_STATS):
+ * filled by procinfo() into a zeroed struct; a group whose have_* stays false is unknown and
+ * printed as such.
+ */
+struct sefer_os_procinfo {
+	uint64_t pid;
+	char name[64]; /* the program's file name, NUL-terminated, maybe truncated */
+	bool have_rss, have_cpu, have_elapsed;
+	uint64_t rss, rss_peak; /* resident bytes now and at the process's peak */
+	uint64_t cpu_user_ms, cpu_sys_ms, elapsed_ms;
+};
 
 struct sefer_os_ops {
 	const char *name; /* printed by SEFER_VERBOSE=1 */
@@ -236,6 +250,16 @@ struct sefer_os_ops {
 	 */
 	void (*yield)(void);
 
+	/*
+	 * SEFER_OS_PROCINFO. Fill *p (zeroed by the caller) with what the OS tells of the calling
+	 * process: pid and program name always, each other group with its have_* set when known.
+	 * Called by the stats printout (core/stats_print.c), which may run at exit from a
+	 * destructor, under no lock. Must not allocate (stack buffers only); best effort, no
+	 * failure. Without the feature the printout knows the figures of sefer's own counters
+	 * only and says so.
+	 */
+	void (*procinfo)(struct sefer_os_procinfo *p);
+
 	/* ---- file operations: called by persist/ only (CONFIG_PERSIST), under its locks ---- */
 
 	/*
@@ -288,7 +312,7 @@ static inline unsigned sefer_os_filled_features(const struct sefer_os_ops *os, b
 	       (os->protect ? SEFER_OS_PROTECT : 0) | (numa ? SEFER_OS_NUMA : 0) |
 	       (os->secure ? SEFER_OS_SECURE : 0) | (os->keep_err ? SEFER_OS_KEEP_ERR : 0) |
 	       (os->random_bytes ? SEFER_OS_RANDOM : 0) | (os->yield ? SEFER_OS_YIELD : 0) |
-	       (os->env_entry ? SEFER_OS_ENV : 0);
+	       (os->env_entry ? SEFER_OS_ENV : 0) | (os->procinfo ? SEFER_OS_PROCINFO : 0);
 }
 
 static inline bool sefer_os_features_agree(const struct sefer_os_ops *os)

@@ -125,8 +125,39 @@ START_TEST(os_info)
 	ck_assert(!strcmp(sefer__os.name, "win32"));
 	/* the optional ops Windows has: no remap, populate or secure; the slots agree */
 	ck_assert_uint_eq(sefer__os.features, SEFER_OS_PROTECT | SEFER_OS_NUMA | SEFER_OS_KEEP_ERR |
-						      SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV);
+						      SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV |
+						      SEFER_OS_PROCINFO);
 	ck_assert(sefer_os_features_agree(&sefer__os));
+}
+END_TEST
+
+/*
+ * procinfo: the figures are the process's own (its pid, its executable's name) and move with
+ * what it does: touching 16 MiB raises the working set and its peak by about that much.
+ */
+START_TEST(os_procinfo)
+{
+	struct sefer_os_procinfo a, b;
+	size_t len = 16u << 20;
+	char *p;
+
+	memset(&a, 0, sizeof(a));
+	sefer__os.procinfo(&a);
+	ck_assert_uint_eq(a.pid, GetCurrentProcessId());
+	ck_assert_msg(strstr(a.name, ".exe") && !strchr(a.name, '\\'), "name %s", a.name);
+	ck_assert(a.have_rss && a.have_cpu && a.have_elapsed);
+	ck_assert_uint_gt(a.rss, 0);
+	ck_assert_uint_ge(a.rss_peak, a.rss);
+	p = sefer_malloc(len);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, len);
+	memset(&b, 0, sizeof(b));
+	sefer__os.procinfo(&b);
+	ck_assert_msg(b.rss >= a.rss + len / 4 * 3, "working set %llu -> %llu",
+		      (unsigned long long)a.rss, (unsigned long long)b.rss);
+	ck_assert_uint_ge(b.rss_peak, b.rss);
+	ck_assert_uint_ge(b.cpu_user_ms + b.cpu_sys_ms, a.cpu_user_ms + a.cpu_sys_ms);
+	sefer_free(p);
 }
 END_TEST
 
@@ -401,6 +432,7 @@ Suite *win32_suite(void)
 
 	tcase_add_test(to, os_info);
 	tcase_add_test(to, os_reserve_aligned);
+	tcase_add_test(to, os_procinfo);
 	tcase_add_test(to, os_purge);
 	tcase_add_test(to, os_protect);
 	tcase_add_test(to, os_env_clock_random);

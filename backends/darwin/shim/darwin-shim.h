@@ -15,5 +15,6 @@
 #define F_FULLFSYNC 51 /* placeholder */
 #endif
 int issetugid(void); /* <unistd.h> on Darwin */
+const char *getprogname(void); /* <stdlib.h> on Darwin */
 
 #endif

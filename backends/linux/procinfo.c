@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The process's own figures for the stats printout: pid, program name, RSS now and at peak,
- * elapsed and CPU time. Read from Linux's /proc with plain system calls into stack buffers
- * (no allocation: the printout runs at exit, from a destructor). Elsewhere the figures are
- * unknown (have_* false) and the printout says "n/a"; this belongs behind an OS op once the
- * backends grow one.
+ * SEFER_OS_PROCINFO on Linux: pid, program name, RSS now and at peak, elapsed and CPU time,
+ * read from /proc/self with plain system calls into stack buffers (no allocation: the stats
+ * printout runs at exit, from a destructor).
  */
-#include "core/stats.h"
-
-#ifdef __linux__
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "backends/linux/linux.h"
 
 /* USER_HZ: the unit of /proc's clock ticks, 100 on every Linux architecture */
 #define PROC_TICKS_PER_S 100
@@ -57,13 +54,12 @@ static uint64_t proc_status_kib(const char *status, const char *key)
 	return 0;
 }
 
-void sefer__procinfo_get(struct procinfo *p)
+void sefer__linux_procinfo(struct sefer_os_procinfo *p)
 {
 	char buf[4096];
 	const char *s, *name;
 	uint64_t start = 0, up_cs = 0;
 
-	__builtin_memset(p, 0, sizeof(*p));
 	p->pid = (uint64_t)getpid();
 	if (proc_read_file("/proc/self/cmdline", buf, sizeof(buf))) {
 		for (s = name = buf; *s; s++)
@@ -117,9 +113,3 @@ void sefer__procinfo_get(struct procinfo *p)
 		}
 	}
 }
-#else
-void sefer__procinfo_get(struct procinfo *p)
-{
-	__builtin_memset(p, 0, sizeof(*p));
-}
-#endif
