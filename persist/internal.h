@@ -89,7 +89,7 @@ SEFER_INTERNAL __must_check int sefer__pio_write(sefer_file_t f, const void *buf
 SEFER_INTERNAL __must_check int sefer__pio_sync(sefer_file_t f);
 SEFER_INTERNAL __must_check int sefer__pio_truncate(sefer_file_t f, uint64_t len);
 SEFER_INTERNAL __must_check int64_t sefer__pio_size(sefer_file_t f);
-SEFER_INTERNAL __must_check int sefer__pio_lock(sefer_file_t f);
+SEFER_INTERNAL __must_check int sefer__pio_lock(sefer_file_t f, bool shared);
 
 /* ---------------------------------------------------------------- store.c */
 #define PSTORE_HDR_BYTES 512

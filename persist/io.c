@@ -357,7 +357,7 @@ int64_t sefer__pio_size(sefer_file_t f)
 	return sefer__os.file_size(f);
 }
 
-int sefer__pio_lock(sefer_file_t f)
+int sefer__pio_lock(sefer_file_t f, bool shared)
 {
-	return sefer__os.lock_file(f);
+	return sefer__os.lock_file(f, shared);
 }

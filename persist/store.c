@@ -197,7 +197,7 @@ int sefer__pstore_create(struct pstore *s, const char *path, uint64_t wal_size, 
 		free_common(s);
 		return r;
 	}
-	r = sefer__pio_lock(s->f);
+	r = sefer__pio_lock(s->f, false);
 	if (!r)
 		r = sefer__pstore_zero_fill(s, PSTORE_WAL_OFF, s->data_off);
 	s->next_seq = s->durable_seq = s->ckpt_seq = 1;
@@ -346,7 +346,7 @@ int sefer__pstore_open(struct pstore *s, const char *path, bool read_only,
 		free_common(s);
 		return r;
 	}
-	r = sefer__pio_lock(s->f);
+	r = sefer__pio_lock(s->f, s->read_only); /* readers share the lock, a writer excludes */
 	if (r)
 		emsg(err, elen, "%s: store is in use by another process (file lock held)", path);
 	if (!r)

@@ -97,14 +97,9 @@ int64_t sefer__posix_file_size(sefer_file_t f)
 	return fstat((int)f, &st) ? -errno : (int64_t)st.st_size;
 }
 
-int sefer__posix_lock_file(sefer_file_t f)
+int sefer__posix_lock_file(sefer_file_t f, bool shared)
 {
-	int mode = fcntl((int)f, F_GETFL);
-
-	/* A handle opened for reading only shares its lock with other readers. */
-	if (mode < 0)
-		return -errno;
-	if (flock((int)f, ((mode & O_ACCMODE) == O_RDONLY ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+	if (flock((int)f, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
 		return 0;
 	return errno == EWOULDBLOCK ? -EWOULDBLOCK : -errno;
 }

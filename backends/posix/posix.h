@@ -28,6 +28,6 @@ SEFER_INTERNAL int64_t sefer__posix_pwrite(sefer_file_t f, const void *buf, size
 					   uint64_t off);
 SEFER_INTERNAL int sefer__posix_truncate(sefer_file_t f, uint64_t len);
 SEFER_INTERNAL int64_t sefer__posix_file_size(sefer_file_t f);
-SEFER_INTERNAL int sefer__posix_lock_file(sefer_file_t f);
+SEFER_INTERNAL int sefer__posix_lock_file(sefer_file_t f, bool shared);
 
 #endif

@@ -506,13 +506,18 @@ static int64_t win32_file_size(sefer_file_t f)
 	return (int64_t)li.QuadPart;
 }
 
-static int win32_lock_file(sefer_file_t f)
+/*
+ * A byte-range lock over every possible offset. Windows enforces it on I/O: a shared lock lets
+ * every handle read and none write, an exclusive one keeps other handles from the file; a
+ * store opened read-only takes the shared one and only reads.
+ */
+static int win32_lock_file(sefer_file_t f, bool shared)
 {
+	DWORD flags = LOCKFILE_FAIL_IMMEDIATELY | (shared ? 0 : LOCKFILE_EXCLUSIVE_LOCK);
 	OVERLAPPED ov;
 
 	set_offset(&ov, 0);
-	if (LockFileEx((HANDLE)f, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, MAXDWORD,
-		       MAXDWORD, &ov))
+	if (LockFileEx((HANDLE)f, flags, 0, MAXDWORD, MAXDWORD, &ov))
 		return 0;
 	return GetLastError() == ERROR_LOCK_VIOLATION ? -EWOULDBLOCK : werr();
 }

@@ -61,7 +61,7 @@ typedef intptr_t sefer_file_t;
 /* Flags for open_file(). */
 #define SEFER_OPEN_CREATE 0x1	/* create if missing */
 #define SEFER_OPEN_EXCL 0x2	/* fail if it exists */
-#define SEFER_OPEN_READ 0x4	/* for reading only (not with CREATE): lock_file shares */
+#define SEFER_OPEN_READ 0x4	/* for reading only (not with CREATE) */
 
 /* Optional features, declared in sefer_os_ops.features; each names the slots it fills. */
 #define SEFER_OS_REMAP (1u << 0)	/* remap */
@@ -278,11 +278,12 @@ struct sefer_os_ops {
 	/* File size in bytes, or -errno. */
 	__must_check int64_t (*file_size)(sefer_file_t f);
 	/*
-	 * Lock the whole file without waiting: 0, -EWOULDBLOCK, -errno. The lock is exclusive, or
-	 * shared when the handle was opened with SEFER_OPEN_READ (POSIX; Windows' LockFileEx
-	 * cannot tell the handle's access, its lock stays exclusive).
+	 * Lock the whole file without waiting: 0, -EWOULDBLOCK (a holder's lock conflicts),
+	 * -errno. shared: a reader's lock, which other shared locks may hold at the same time
+	 * (persist passes it for a handle opened with SEFER_OPEN_READ); otherwise exclusive. The
+	 * lock goes with the handle's close.
 	 */
-	__must_check int (*lock_file)(sefer_file_t f);
+	__must_check int (*lock_file)(sefer_file_t f, bool shared);
 };
 
 /*

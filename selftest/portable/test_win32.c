@@ -307,14 +307,32 @@ START_TEST(os_files)
 			 1); /* 64-bit offset */
 	ck_assert_int_eq(sefer__os.pread(f, buf, 1, ((uint64_t)1 << 32) + 1), 1);
 	ck_assert_int_eq(buf[0], 'x');
-	ck_assert_int_eq(sefer__os.lock_file(f), 0);
+	ck_assert_int_eq(sefer__os.lock_file(f, false), 0);
 
 	sefer_file_t g = sefer__os.open_file(path, 0);
+	sefer_file_t r1, r2;
 
 	ck_assert(g >= 0);
-	ck_assert_int_eq(sefer__os.lock_file(g), -EWOULDBLOCK);
+	ck_assert_int_eq(sefer__os.lock_file(g, false), -EWOULDBLOCK);
+	ck_assert_int_eq(sefer__os.lock_file(g, true), -EWOULDBLOCK); /* no reader past a writer */
 	sefer__os.close_file(f);
-	ck_assert_int_eq(sefer__os.lock_file(g), 0); /* the lock went with its handle */
+	ck_assert_int_eq(sefer__os.lock_file(g, false), 0); /* the lock went with its handle */
+	sefer__os.close_file(g);
+
+	/* Readers share: two read-only handles lock at once and read; a writer is refused. */
+	r1 = sefer__os.open_file(path, SEFER_OPEN_READ);
+	r2 = sefer__os.open_file(path, SEFER_OPEN_READ);
+	g = sefer__os.open_file(path, 0);
+	ck_assert(r1 >= 0 && r2 >= 0 && g >= 0);
+	ck_assert_int_eq(sefer__os.lock_file(r1, true), 0);
+	ck_assert_int_eq(sefer__os.lock_file(r2, true), 0);
+	ck_assert_int_eq(sefer__os.pread(r2, buf, 1, ((uint64_t)1 << 32) + 1), 1);
+	ck_assert_int_eq(buf[0], 'x');
+	ck_assert_int_eq(sefer__os.lock_file(g, false), -EWOULDBLOCK);
+	sefer__os.close_file(r1);
+	ck_assert_int_eq(sefer__os.lock_file(g, false), -EWOULDBLOCK); /* r2 still reads */
+	sefer__os.close_file(r2);
+	ck_assert_int_eq(sefer__os.lock_file(g, false), 0);
 	sefer__os.close_file(g);
 	ck_assert(DeleteFileA(path));
 }
