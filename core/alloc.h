@@ -77,6 +77,7 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 
 			if (unlikely(block_link_bad(pg, b, next)))
 				return sefer__list_corrupt(pg, b, next); /* aborts */
+			prefetch_for_write((const void *)next);
 			p = alloc_from_page(heap, pg, b, (struct block *)next);
 			annotate_block_trim(p, size, pg->block_size);
 			return p;
