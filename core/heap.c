@@ -142,8 +142,8 @@ void sefer__heap_release_empty(struct heap *heap, bool collect_all)
 		struct page *pg, *next;
 
 		for (pg = heap->bins[bin].first; pg; pg = next) {
-			uint32_t n = xt_count(atomic_load_explicit(&pg->xthread,
-								   memory_order_relaxed));
+			uint32_t n =
+				xt_count(atomic_load_explicit(&pg->xthread, memory_order_relaxed));
 
 			next = pg->next;
 			if (collect_all || n == XT_COUNT_UNKNOWN || n >= pg->used)
