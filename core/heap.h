@@ -131,7 +131,7 @@ SEFER_INTERNAL void sefer__heap_adopt_segment(struct heap *heap, struct segment 
 SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
-SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap);
+SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap, bool collect_all);
 /* Parked heaps (heap.c): a pass over them, their dismantling (core/purge.c's passes). */
 SEFER_INTERNAL uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg),
 					   void *arg);

@@ -147,14 +147,20 @@ static inline bool page_link_shuffled(struct heap *heap, struct page *pg, uint8_
 }
 #endif
 
+/* The blocks a carve makes (page_extend) while the span has that many left. */
+static inline uint32_t page_carve_blocks(const struct page *pg)
+{
+	uint32_t n = (uint32_t)(EXTEND_BYTES / pg->block_size);
+
+	return n ? n : 1;
+}
+
 /* Carve up to EXTEND_BYTES of never-used blocks onto the (empty) free list. */
 static void page_extend(struct heap *heap, struct page *pg)
 {
 	size_t bs = pg->block_size;
-	uint32_t n = (uint32_t)(EXTEND_BYTES / bs);
+	uint32_t n = page_carve_blocks(pg);
 
-	if (n < 1)
-		n = 1;
 	if (n > pg->capacity - pg->reserved)
 		n = pg->capacity - pg->reserved;
 	struct block *first = (struct block *)(page_start(pg) + (size_t)pg->reserved * bs);
@@ -399,38 +405,63 @@ static struct page *page_borrow(struct heap *heap, unsigned bin)
 }
 
 /*
+ * Has pg, behind a page with blocks left to carve, at least as many free blocks as a carve
+ * makes (page_extend)? Then they serve before any block is carved: a block never used costs a
+ * page of memory the first time it is touched, a free one nothing. With fewer, the page waits
+ * behind (the full/unfull ping-pong of page_unfull), and serves when nothing is left to carve.
+ * Exact once its cross-thread frees are collected (page_find); low while some are pending.
+ */
+static inline bool page_free_worth_a_carve(const struct page *pg)
+{
+	return pg->reserved - pg->used >= page_carve_blocks(pg);
+}
+
+/*
  * A page of `bin` with a free block, at the front of its queue, or a larger bin's
  * page to borrow a block from (page_borrow); NULL when out of memory.
- * Order: the bin's queue, then (when the heap's segments have no room for a new span)
- * abandoned segments of exited threads, then a new span.
+ * Order: the bin's queue up to its first page with blocks left to carve; behind that page, a
+ * page with as many free blocks as a carve makes (page_free_worth_a_carve); a carve; then
+ * (when the heap's segments have no room for a new span) abandoned segments of exited
+ * threads, then a new span. Without the look behind the carving page, a
+ * heap carved its newest page to the end while the pages behind it held the blocks other
+ * threads had freed (randpos at 4 threads: peak RSS 22.0 MiB against 19.0 with it).
  */
 struct page *sefer__page_find(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
-	struct page *pg, *next, *first;
+	struct page *pg, *next, *first, *carve;
 	bool reclaimed = false;
 
 	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
 		sefer__heap_drain_delayed(heap);
 	first = q->first; /* what the direct table points at (heap.h) */
 retry:
+	carve = NULL;
 	for (pg = q->first; pg; pg = next) {
 		next = pg->next;
-		if (pg->free)
-			goto found;
-		sefer__page_collect_xthread(pg, (uintptr_t)-1);
-		if (pg->free)
-			goto found;
+		if (!pg->free)
+			sefer__page_collect_xthread(pg, (uintptr_t)-1);
+		if (pg->free) {
+			if (!carve || page_free_worth_a_carve(pg))
+				goto found;
+			continue; /* behind: served once nothing is left to carve */
+		}
 		if (pg->reserved < pg->capacity) {
-			struct page *lend = page_borrow(heap, bin);
-
-			if (lend)
-				return lend;
-			page_extend(heap, pg);
-			goto found;
+			if (!carve)
+				carve = pg;
+			continue;
 		}
 		if (!page_to_full(heap, pg))
 			goto found;
+	}
+	if (carve) {
+		struct page *lend = page_borrow(heap, bin);
+
+		if (lend)
+			return lend;
+		pg = carve;
+		page_extend(heap, pg);
+		goto found;
 	}
 	if (!reclaimed && heap_reclaims(heap) &&
 	    !sefer__span_has_space(&heap->segments, bin_span_pages(bin))) {

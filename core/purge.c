@@ -473,7 +473,7 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 	struct segment_set *set = &heap->segments;
 
 	sefer__heap_drain_delayed(heap);
-	sefer__heap_release_empty(heap);
+	sefer__heap_release_empty(heap, false);
 	if (!set->next_purge && !pass->handoff)
 		return 0;
 	if (!set->next_purge || pass->now >= set->next_purge)
