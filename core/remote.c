@@ -9,8 +9,9 @@
  * batch's length (xfer, a consumer freeing a producer's blocks, callgrind over 1M frees: 64 B,
  * one CAS per 224 blocks; 16..1024 B, one per 9), and the batch's length rides in the same CAS
  * (core/segment.h), so the owner takes list and length in one exchange and need not walk the
- * list. The batch keeps a copy of its page's geometry for the free checks, so a free that
- * joins an open batch reads no line of the page descriptor at all.
+ * list. The batch keeps a copy of its page's geometry for the free checks, and is found from
+ * the block's address (remote_key), so a free that joins an open batch reads no line of the
+ * page descriptor, the segment header or the segment table at all.
  */
 #include "core/heap.h"
 #include "core/remote.h"
@@ -55,8 +56,8 @@ void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail
 
 void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb)
 {
-	sefer__xthread_push(rb->page, rb->head, rb->tail, rb->count);
-	rb->page = NULL;
+	sefer__xthread_push(page_of(segment_of(rb->head), rb->head), rb->head, rb->tail, rb->count);
+	rb->key = 0;
 	r->open &= ~((uint64_t)1 << (rb - r->slot));
 	r->held_left += REMOTE_BATCH_BYTES - rb->bytes_left;
 }
@@ -75,7 +76,7 @@ struct remote_batch *sefer__remote_batch_open(struct remote_frees *r, struct rem
 
 	if (bs >= (uint32_t)REMOTE_BATCH_BYTES)
 		return NULL; /* a batch of one: no slot taken from the others */
-	if (rb->page)
+	if (rb->key)
 		sefer__remote_batch_publish(r, rb);
 	page_xthread_geometry(pg, &rb->geo);
 	geometry_set_limit(&rb->geo);
