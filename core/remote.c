@@ -56,10 +56,12 @@ void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail
 
 void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb)
 {
-	sefer__xthread_push(page_of(segment_of(rb->head), rb->head), rb->head, rb->tail, rb->count);
+	uint32_t n = (uint32_t)(rb->size - rb->left);
+
+	sefer__xthread_push(page_of(segment_of(rb->head), rb->head), rb->head, rb->tail, n);
 	rb->key = 0;
 	r->open &= ~((uint64_t)1 << (rb - r->slot));
-	r->held_left += REMOTE_BATCH_BYTES - rb->bytes_left;
+	r->held_left += (int32_t)(n * rb->geo.block_size); /* as remote_batch_add() took them */
 }
 
 void sefer__remote_flush_all(struct remote_frees *r)
@@ -80,5 +82,9 @@ struct remote_batch *sefer__remote_batch_open(struct remote_frees *r, struct rem
 		sefer__remote_batch_publish(r, rb);
 	page_xthread_geometry(pg, &rb->geo);
 	geometry_set_limit(&rb->geo);
+	/* at most REMOTE_BATCH_BYTES; a copy read across a change (a bad free, refused when it
+	 * is checked) may have any size, 0 included */
+	bs = rb->geo.block_size;
+	rb->size = (uint16_t)(bs ? (REMOTE_BATCH_BYTES + bs - 1) / bs : 1);
 	return rb;
 }

@@ -57,8 +57,10 @@ struct heap;
 struct remote_batch {
 	uintptr_t key; /* remote_key() of the sefer page its blocks lie in; 0: the slot is empty */
 	struct block *head, *tail;
-	int32_t bytes_left; /* published when it reaches 0 or less */
-	uint32_t count;
+	/* blocks it takes in all (REMOTE_BATCH_BYTES of them, rounded up; set when the slot
+	 * opens for a page, not changed while it holds blocks), and still: published at 0. Its
+	 * length is size - left: one counter per free, not a count and a byte count. */
+	uint16_t size, left;
 	struct block_geometry geo;
 } cacheline_aligned;
 
@@ -68,6 +70,7 @@ struct remote_frees {
 	struct remote_batch slot[REMOTE_SLOTS];
 };
 _Static_assert(REMOTE_SLOTS <= 64, "remote_frees.open has a bit per slot");
+_Static_assert(REMOTE_BATCH_BYTES <= UINT16_MAX, "remote_batch.size holds a batch of 1-byte blocks");
 
 SEFER_INTERNAL struct remote_batch *sefer__remote_batch_open(struct remote_frees *r,
 							     struct remote_batch *rb,
@@ -122,20 +125,19 @@ static always_inline void remote_batch_add(struct remote_frees *r, struct remote
 	if (joins) {
 		block_set_next(b, rb->head);
 		rb->head = b;
-		rb->count++;
 	} else {
 		rb->key = remote_key(b);
 		rb->head = rb->tail = b;
-		rb->count = 1;
-		rb->bytes_left = REMOTE_BATCH_BYTES;
+		rb->left = rb->size;
 		r->open |= (uint64_t)1 << (rb - r->slot);
 	}
-	rb->bytes_left -= (int32_t)rb->geo.block_size;
 	r->held_left -= (int32_t)rb->geo.block_size;
-	if (unlikely(r->held_left <= 0))
+	if (unlikely(r->held_left <= 0)) {
+		rb->left--; /* b is in the batch: size - left counts it */
 		sefer__remote_flush_all(r);
-	else if (rb->bytes_left <= 0)
+	} else if (!--rb->left) {
 		sefer__remote_batch_publish(r, rb);
+	}
 }
 
 /* Publish every open batch of the calling thread's (a latency bound: core/remote.h). */
