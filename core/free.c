@@ -142,47 +142,49 @@ static bool xthread_free_refused(struct segment *seg, const struct block *b)
 	return why != NULL;
 }
 
-static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, struct page *pg,
-				   struct block *b)
+static always_inline void batch_add(struct heap *heap, struct remote_batch *rb, struct block *b)
 {
-	bool joins = rb->page == pg;
+	bool joins = rb->key == remote_key(b);
 
 	block_mark_pending(b);
 	annotate_block_free(b, rb->geo.block_size);
 	heap_stat_call(heap, frees);
 	heap_stat_inc(heap, xthread_frees);
-	remote_batch_add(&heap->remote, rb, pg, b, joins);
+	remote_batch_add(&heap->remote, rb, b, joins);
 }
 
 /*
  * batch_free()'s checks failed: b is past the batch's copy of the page's geometry (carved
  * since it was taken, or not a block at all), the copy has no bound (geometry_set_limit), or b
- * carries a mark. Asked again from the page.
+ * carries a mark. Asked again from the page (b lies in the batch's sefer page, or in the one
+ * it opens for: a live segment's).
  */
 static noinline void batch_free_checked(struct heap *heap, struct remote_batch *rb,
-					struct segment *seg, struct page *pg, struct block *b)
+					struct block *b)
 {
+	struct segment *seg = segment_of(b);
+
 	if (xthread_free_refused(seg, b))
 		return;
-	page_xthread_geometry(pg, &rb->geo);
+	page_xthread_geometry(page_of(seg, b), &rb->geo);
 	geometry_set_limit(&rb->geo);
-	batch_add(heap, rb, pg, b);
+	batch_add(heap, rb, b);
 }
 
 /*
- * b, a block of pg freed by the calling thread, joins rb, an open batch for pg (remote.h).
- * With CONFIG_DEBUG_DOUBLE_FREE it is checked against the batch's copy of the page's geometry,
- * in the freeing thread's own cache, and its mark.
+ * b, a block freed by the calling thread, joins rb, an open batch for its page or one
+ * remote_batch_for() opened for it (remote.h). With CONFIG_DEBUG_DOUBLE_FREE it is checked
+ * against the batch's copy of the page's geometry, in the freeing thread's own cache, and its
+ * mark.
  */
-static always_inline void batch_free(struct heap *heap, struct remote_batch *rb,
-				     struct segment *seg, struct page *pg, struct block *b)
+static always_inline void batch_free(struct heap *heap, struct remote_batch *rb, struct block *b)
 {
 	if (IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE) &&
 	    unlikely(!geometry_block_start(&rb->geo, b) || block_freed(b))) {
-		batch_free_checked(heap, rb, seg, pg, b);
+		batch_free_checked(heap, rb, b);
 		return;
 	}
-	batch_add(heap, rb, pg, b);
+	batch_add(heap, rb, b);
 }
 
 /*
@@ -198,10 +200,10 @@ static void xthread_free(struct heap *heap, struct heap *owner, struct segment *
 	 * frees are pushed at once, for whoever adopts or dismantles it) */
 	if (heap != &sefer__heap_empty && heap_is_default(owner) &&
 	    !__atomic_load_n(&owner->parked, __ATOMIC_RELAXED)) {
-		struct remote_batch *rb = remote_batch_for(&heap->remote, pg);
+		struct remote_batch *rb = remote_batch_for(&heap->remote, pg, b);
 
 		if (rb) {
-			batch_free(heap, rb, seg, pg, b);
+			batch_free(heap, rb, b);
 			return;
 		}
 	}
@@ -269,23 +271,25 @@ static noinline void free_by_owner(struct heap *heap, struct segment *seg, struc
 void sefer__free_slow(void *p)
 {
 	struct heap *heap = heap_get();
+	struct remote_batch *rb = remote_slot(&heap->remote, p);
+
+	/* for writing: a block another thread wrote last (a cross-thread free, the common case
+	 * here) comes over once, not shared first and taken over when its mark is written (a
+	 * prefetch of a pointer that turns out foreign does not fault) */
+	prefetch_for_write(p);
+	/* p's sefer page has an open batch, so it is a live page of a thread's default heap
+	 * (remote.h), in a mapped segment: no segment table, no owner to ask. (It may be this
+	 * thread's by now, an adopted segment: the block then reaches it through its xthread
+	 * list, as it would have from the batch.) */
+	if (rb->key == remote_key(p)) {
+		batch_free(heap, rb, p);
+		return;
+	}
 	struct segment *seg = segment_of(p);
 
 	if (unlikely(!segtab_contains(seg))) {
 		sefer__free_foreign(p);
 		return;
 	}
-	/* for writing: a block another thread wrote last (a cross-thread free, the common case
-	 * here) comes over once, not shared first and taken over when its mark is written */
-	prefetch_for_write(p);
-	struct page *pg = page_of(seg, p);
-	struct remote_batch *rb = remote_slot(&heap->remote, pg);
-
-	/* pg has an open batch, so it is a live page of a thread's default heap (remote.h): no
-	 * owner to ask. (It may be this thread's by now, an adopted segment: the block then
-	 * reaches it through its xthread list, as it would have from the batch.) */
-	if (rb->page == pg)
-		batch_free(heap, rb, seg, pg, p);
-	else
-		free_by_owner(heap, seg, pg, p);
+	free_by_owner(heap, seg, page_of(seg, p), p);
 }

@@ -9,8 +9,9 @@
  * batch's length (xfer, a consumer freeing a producer's blocks, callgrind over 1M frees: 64 B,
  * one CAS per 224 blocks; 16..1024 B, one per 9), and the batch's length rides in the same CAS
  * (core/segment.h), so the owner takes list and length in one exchange and need not walk the
- * list. The batch keeps a copy of its page's geometry for the free checks, so a free that
- * joins an open batch reads no line of the page descriptor at all.
+ * list. The batch keeps a copy of its page's geometry for the free checks, and is found from
+ * the block's address (remote_key), so a free that joins an open batch reads no line of the
+ * page descriptor, the segment header or the segment table at all.
  */
 #include "core/heap.h"
 #include "core/remote.h"
@@ -55,10 +56,12 @@ void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail
 
 void sefer__remote_batch_publish(struct remote_frees *r, struct remote_batch *rb)
 {
-	sefer__xthread_push(rb->page, rb->head, rb->tail, rb->count);
-	rb->page = NULL;
+	uint32_t n = (uint32_t)(rb->size - rb->left);
+
+	sefer__xthread_push(page_of(segment_of(rb->head), rb->head), rb->head, rb->tail, n);
+	rb->key = 0;
 	r->open &= ~((uint64_t)1 << (rb - r->slot));
-	r->held_left += REMOTE_BATCH_BYTES - rb->bytes_left;
+	r->held_left += (int32_t)(n * rb->geo.block_size); /* as remote_batch_add() took them */
 }
 
 void sefer__remote_flush_all(struct remote_frees *r)
@@ -75,9 +78,13 @@ struct remote_batch *sefer__remote_batch_open(struct remote_frees *r, struct rem
 
 	if (bs >= (uint32_t)REMOTE_BATCH_BYTES)
 		return NULL; /* a batch of one: no slot taken from the others */
-	if (rb->page)
+	if (rb->key)
 		sefer__remote_batch_publish(r, rb);
 	page_xthread_geometry(pg, &rb->geo);
 	geometry_set_limit(&rb->geo);
+	/* at most REMOTE_BATCH_BYTES; a copy read across a change (a bad free, refused when it
+	 * is checked) may have any size, 0 included */
+	bs = rb->geo.block_size;
+	rb->size = (uint16_t)(bs ? (REMOTE_BATCH_BYTES + bs - 1) / bs : 1);
 	return rb;
 }

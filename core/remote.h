@@ -47,13 +47,20 @@ struct heap;
  * of the page's geometry for the checks of CONFIG_DEBUG_DOUBLE_FREE (the xthread line's copies
  * are read once per batch, not once per free). A slot holds a page only while it holds one of
  * its blocks: that block keeps the page in use (counted as handed out), so the page cannot be
- * given back and carved for another size class under the copy.
+ * given back and carved for another size class under the copy, nor its segment unmapped.
+ *
+ * The slot is found, and told to be the block's, from the block's address alone (remote_key):
+ * a free that joins an open batch reads neither the segment table nor the segment header, the
+ * page is found from the batch's blocks when it is published. A span of several sefer pages
+ * (blocks of 8 KiB and up) may have a batch per page.
  */
 struct remote_batch {
-	struct page *page; /* NULL: the slot is empty */
+	uintptr_t key; /* remote_key() of the sefer page its blocks lie in; 0: the slot is empty */
 	struct block *head, *tail;
-	int32_t bytes_left; /* published when it reaches 0 or less */
-	uint32_t count;
+	/* blocks it takes in all (REMOTE_BATCH_BYTES of them, rounded up; set when the slot
+	 * opens for a page, not changed while it holds blocks), and still: published at 0. Its
+	 * length is size - left: one counter per free, not a count and a byte count. */
+	uint16_t size, left;
 	struct block_geometry geo;
 } cacheline_aligned;
 
@@ -63,6 +70,10 @@ struct remote_frees {
 	struct remote_batch slot[REMOTE_SLOTS];
 };
 _Static_assert(REMOTE_SLOTS <= 64, "remote_frees.open has a bit per slot");
+#define REMOTE_SLOT_SHIFT 6 /* log2(sizeof(struct remote_batch)): remote_slot() */
+_Static_assert(sizeof(struct remote_batch) == (size_t)1 << REMOTE_SLOT_SHIFT,
+	       "remote_slot() computes a slot's byte offset");
+_Static_assert(REMOTE_BATCH_BYTES <= UINT16_MAX, "remote_batch.size holds a batch of 1-byte blocks");
 
 SEFER_INTERNAL struct remote_batch *sefer__remote_batch_open(struct remote_frees *r,
 							     struct remote_batch *rb,
@@ -73,55 +84,71 @@ SEFER_INTERNAL void sefer__remote_flush_all(struct remote_frees *r);
 SEFER_INTERNAL void sefer__xthread_push(struct page *pg, struct block *head, struct block *tail,
 					uint32_t n);
 
-/* The slot of pg: its descriptor's index in its segment, mixed with the segment's address. */
-static always_inline struct remote_batch *remote_slot(struct remote_frees *r,
-						      const struct page *pg)
+/*
+ * A batch's key: the last byte of the sefer page (SPAGE_SIZE, aligned) that p lies in, never 0
+ * (an empty slot's), whatever p is (NULL and foreign pointers reach free_slow too).
+ */
+static always_inline uintptr_t remote_key(const void *p)
 {
-	uintptr_t a = (uintptr_t)pg;
-
-	return &r->slot[((a / sizeof(struct page)) ^ (a >> SEGMENT_SHIFT)) & (REMOTE_SLOTS - 1)];
+	return (uintptr_t)p | (SPAGE_SIZE - 1);
 }
 
 /*
- * The batch a block of pg, freed by the calling thread into another thread's default heap,
+ * The slot of the page p lies in: the page's index in its segment, mixed with the segment's
+ * (pages at one index of two threads' segments, laid out alike, would take turns in one slot).
+ * Computed as the slot's byte offset, where indexing cost xfer's cross-thread free three more
+ * instructions.
+ */
+static always_inline struct remote_batch *remote_slot(struct remote_frees *r, const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uintptr_t off = ((a >> (SPAGE_SHIFT - REMOTE_SLOT_SHIFT)) ^
+			 (a >> (SEGMENT_SHIFT - REMOTE_SLOT_SHIFT))) &
+			((uintptr_t)(REMOTE_SLOTS - 1) << REMOTE_SLOT_SHIFT);
+
+	return (struct remote_batch *)((char *)r->slot + off);
+}
+
+/*
+ * The batch b, a block of pg freed by the calling thread into another thread's default heap,
  * joins (its geometry set), or NULL when pg's blocks are too big to batch: push it at once.
  */
 static always_inline struct remote_batch *remote_batch_for(struct remote_frees *r,
-							   struct page *pg)
+							   struct page *pg,
+							   const struct block *b)
 {
-	struct remote_batch *rb = remote_slot(r, pg);
+	struct remote_batch *rb = remote_slot(r, b);
 
-	if (likely(rb->page == pg))
+	if (likely(rb->key == remote_key(b)))
 		return rb;
 	return sefer__remote_batch_open(r, rb, pg);
 }
 
 /*
- * b, a block of pg checked and marked pending, joins rb = remote_batch_for(r, pg); joins is
- * rb->page == pg, read by the caller before it marked b: the compiler reloads rb->page after
- * the mark's atomic store, and the test it then cannot drop cost xfer's cross-thread free five
- * instructions and a jump.
+ * b, a block checked and marked pending, joins rb = remote_batch_for(r, pg, b); joins is
+ * rb->key == remote_key(b), read by the caller before it marked b: the compiler reloads
+ * rb->key after the mark's atomic store, and the test it then cannot drop cost xfer's
+ * cross-thread free five instructions and a jump.
  */
 static always_inline void remote_batch_add(struct remote_frees *r, struct remote_batch *rb,
-					   struct page *pg, struct block *b, bool joins)
+					   struct block *b, bool joins)
 {
 	if (joins) {
 		block_set_next(b, rb->head);
 		rb->head = b;
-		rb->count++;
 	} else {
-		rb->page = pg;
+		rb->key = remote_key(b);
 		rb->head = rb->tail = b;
-		rb->count = 1;
-		rb->bytes_left = REMOTE_BATCH_BYTES;
+		rb->left = rb->size;
 		r->open |= (uint64_t)1 << (rb - r->slot);
 	}
-	rb->bytes_left -= (int32_t)rb->geo.block_size;
 	r->held_left -= (int32_t)rb->geo.block_size;
-	if (unlikely(r->held_left <= 0))
+	if (unlikely(r->held_left <= 0)) {
+		rb->left--; /* b is in the batch: size - left counts it */
 		sefer__remote_flush_all(r);
-	else if (rb->bytes_left <= 0)
+	} else if (!--rb->left) {
 		sefer__remote_batch_publish(r, rb);
+	}
 }
 
 /* Publish every open batch of the calling thread's (a latency bound: core/remote.h). */
@@ -136,7 +163,7 @@ static inline void remote_frees_reset(struct remote_frees *r)
 	r->open = 0;
 	r->held_left = REMOTE_HELD_BYTES;
 	for (unsigned i = 0; i < REMOTE_SLOTS; i++)
-		r->slot[i].page = NULL;
+		r->slot[i].key = 0;
 }
 
 #endif
