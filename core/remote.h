@@ -133,10 +133,13 @@ static inline void remote_flush(struct remote_frees *r)
 
 static inline void remote_frees_reset(struct remote_frees *r)
 {
-	r->open = 0;
 	r->held_left = REMOTE_HELD_BYTES;
-	for (unsigned i = 0; i < REMOTE_SLOTS; i++)
-		r->slot[i].page = NULL;
+	/* Only the open slots hold a page (publish clears both): a thread that never frees into
+	 * another heap leaves the slots of a fresh heap struct untouched, not even read (struct
+	 * heap keeps them last, core/heap.h). */
+	for (uint64_t m = r->open; m; m &= m - 1)
+		r->slot[__builtin_ctzll(m)].page = NULL;
+	r->open = 0;
 }
 
 #endif
