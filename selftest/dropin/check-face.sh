@@ -78,8 +78,13 @@ fi
 
 # Nothing a program that mallocs runs reads libsefer.so's read-only data (.rodata and the unwind
 # tables, the r--p mapping after the text): one read there maps all of it, 40 KiB (core/config.h,
-# opaque_value and startup_data). The mapping's Rss under cat must be 0.
-ro=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
+# opaque_value and startup_data). The mapping's Rss under cat must be 0, with no SEFER_*
+# variable set (reading one looks its name up in .rodata's option table).
+unset_sefer=()
+for v in $(compgen -e | grep '^SEFER_'); do
+	unset_sefer+=(-u "$v")
+done
+ro=$(env "${unset_sefer[@]}" LD_PRELOAD="$lib" cat /proc/self/smaps | /usr/bin/python3 -c '
 import sys
 lib, state = sys.argv[1], 0
 for l in sys.stdin:
