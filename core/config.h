@@ -23,6 +23,23 @@
 #define __cold __attribute__((__cold__)) __attribute__((__noinline__))
 #define always_inline inline __attribute__((always_inline))
 #define CACHELINE 64
+/*
+ * x, which the compiler may no longer treat as a constant: a loop that fills memory with it is
+ * vectorized from a register, not from a 16-byte constant in .rodata. Paths every process runs
+ * (init, a fresh segment, a thread's exit) read nothing in .rodata: one read there maps the
+ * whole read-only segment (fault-around), the unwind tables with it (decommit.rst, "Peak RSS
+ * of the small rows").
+ */
+#define opaque_value(x)                        \
+	({                                     \
+		__typeof__(x) __v = (x);       \
+		__asm__("" : "+r"(__v));       \
+		__v;                           \
+	})
+/* A string every process reads at its start, in .data for the same reason (a static array
+ * never written goes to .rodata without the attribute; non-const: a const one in .data draws
+ * the assembler's section-flags warning). */
+#define startup_data __attribute__((section(".data")))
 #define cacheline_aligned __attribute__((aligned(CACHELINE)))
 /*
  * The fast-path entry points (malloc, free and their twins) start on a cache line: where they

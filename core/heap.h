@@ -74,7 +74,6 @@ struct heap {
 	bool parked; /* on the parked list (core/heap.c): any thread reads it, relaxed */
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
-	struct remote_frees remote; /* this thread's batches of cross-thread frees (remote.h) */
 	struct policy_heap policy; /* per-heap state of the enabled policies */
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
 #if IS_ENABLED(CONFIG_HARDENED)
@@ -88,6 +87,12 @@ struct heap {
 	struct heap *next_all;	   /* every heap ever made (stats) */
 	struct heap *next_free;	   /* pool of heaps of exited threads, or the parked ones */
 	unsigned parked_pass;	   /* the last pass over parked heaps that visited it */
+	/*
+	 * This thread's batches of cross-thread frees (remote.h): last, 4 KiB of slots, so a
+	 * thread that never frees into another heap leaves the struct's second OS page
+	 * untouched (remote_frees_reset writes only the slots that were set).
+	 */
+	struct remote_frees remote;
 } cacheline_aligned;
 
 SEFER_INTERNAL_EXTERN struct heap sefer__heap_empty;

@@ -584,10 +584,11 @@ static void report_unknown(const char *in, const char *name, bool env)
 /* SEFER_OPTIONS="key=value,key=value": each key an option's name (any case). */
 static void read_options_variable(void)
 {
+	static char variable[] startup_data = "SEFER_OPTIONS";
 	char buf[1024];
 	char *item = buf;
 
-	if (!sefer__os.getenv("SEFER_OPTIONS", buf, sizeof(buf)))
+	if (!sefer__os.getenv(variable, buf, sizeof(buf)))
 		return;
 	while (*item) {
 		char *end = item, *eq = NULL;

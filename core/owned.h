@@ -57,8 +57,10 @@ static inline void owned_forget(struct segment *seg)
 
 static inline void owned_forget_all(void)
 {
+	struct segment *none = opaque_value(OWNED_NONE);
+
 	for (size_t i = 0; i < OWNED_SLOTS; i++)
-		sefer__owned[i] = OWNED_NONE;
+		sefer__owned[i] = none;
 }
 
 #endif

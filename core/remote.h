@@ -160,10 +160,13 @@ static inline void remote_flush(struct remote_frees *r)
 
 static inline void remote_frees_reset(struct remote_frees *r)
 {
-	r->open = 0;
 	r->held_left = REMOTE_HELD_BYTES;
-	for (unsigned i = 0; i < REMOTE_SLOTS; i++)
-		r->slot[i].key = 0;
+	/* Only the open slots hold a key (publish clears both): a thread that never frees into
+	 * another heap leaves the slots of a fresh heap struct untouched, not even read (struct
+	 * heap keeps them last, core/heap.h). */
+	for (uint64_t m = r->open; m; m &= m - 1)
+		r->slot[__builtin_ctzll(m)].key = 0;
+	r->open = 0;
 }
 
 #endif

@@ -113,8 +113,10 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 	seg->free_pages = ALL_PAGES_MASK;
 	/* Every slot maps to pages[0], an unused descriptor (nothing carved) until a span takes
 	 * it: a free into a free slot is no block start and is reported. */
+	uint16_t unused = opaque_value((uint16_t)page_desc_off(0));
+
 	for (size_t i = 0; i < PAGES_PER_SEGMENT; i++)
-		seg->page_off[i] = page_desc_off(0);
+		seg->page_off[i] = unused;
 	/* past the header nothing is the program's until a block is handed out */
 	annotate_noaccess((uint8_t *)seg + sizeof(*seg), SEGMENT_SIZE - sizeof(*seg));
 	atomic_store_explicit(&seg->owner, set->owner, memory_order_relaxed);

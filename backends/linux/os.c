@@ -39,6 +39,9 @@
 static int node_count = 1;
 static size_t page_size = 4096;
 
+/* Strings read at every start, in .data: core/config.h's startup_data, which says why. */
+#define startup_data __attribute__((section(".data")))
+
 /*
  * The largest single request the machine could ever back (os.h, max_request). sefer reserves
  * with MAP_NORESERVE, which the kernel's heuristic overcommit (vm.overcommit_memory = 0, the
@@ -55,7 +58,8 @@ static size_t max_request(void)
 	char mode = '0';
 	struct sysinfo si;
 	uint64_t units, bytes;
-	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	static char path[] startup_data = "/proc/sys/vm/overcommit_memory";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
 		if (read(fd, &mode, 1) != 1)
@@ -76,7 +80,7 @@ static void linux_init(struct sefer_os_info *info)
 	sefer__posix_init(info);
 	page_size = info->page_size;
 	/* Count nodes without libnuma: probe /sys node directories with access(2). */
-	static const char base[] = "/sys/devices/system/node/node";
+	static char base[] startup_data = "/sys/devices/system/node/node";
 	char path[sizeof(base) + 8];
 	int n = 0;
 

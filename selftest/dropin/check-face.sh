@@ -75,4 +75,30 @@ elif [ "$rss" -ge "$size" ]; then
 else
 	echo "ok   a program under sefer maps $rss of libsefer.so's $size KiB of text"
 fi
+
+# Nothing a program that mallocs runs reads libsefer.so's read-only data (.rodata and the unwind
+# tables, the r--p mapping after the text): one read there maps all of it, 40 KiB (core/config.h,
+# opaque_value and startup_data). The mapping's Rss under cat must be 0, with no SEFER_*
+# variable set (reading one looks its name up in .rodata's option table).
+unset_sefer=()
+for v in $(compgen -e | grep '^SEFER_'); do
+	unset_sefer+=(-u "$v")
+done
+ro=$(env "${unset_sefer[@]}" LD_PRELOAD="$lib" cat /proc/self/smaps | /usr/bin/python3 -c '
+import sys
+lib, state = sys.argv[1], 0
+for l in sys.stdin:
+    w = l.split()
+    if len(w) >= 6 and w[-1].endswith("/" + lib):
+        state = 1 if w[1] == "r-xp" else 2 if state == 1 and w[1] == "r--p" else 0
+    elif state == 2 and w and w[0] == "Rss:":
+        print(w[1])
+        break' "$(basename "$lib")")
+if [ -z "$ro" ]; then
+	bad "no r--p mapping after the text of $(basename "$lib") in smaps"
+elif [ "$ro" -ne 0 ]; then
+	bad "$ro KiB of libsefer.so's read-only data are resident: a start-up path read .rodata"
+else
+	echo "ok   a program under sefer maps none of libsefer.so's read-only data"
+fi
 exit $fail

@@ -33,6 +33,9 @@ START_TEST(classes_round_trip)
 		ck_assert_uint_eq(bin_index(bs + 1), bin + 1 < NBINS ? bin + 1 : bin_index(bs + 1));
 		ck_assert_uint_ge(bin_span_pages(bin), 1);
 		ck_assert_uint_ge((bin_span_pages(bin) << SPAGE_SHIFT) / bs, 1);
+		/* SPAN_MIN_BLOCKS a span, but where a span would pass a quarter of a segment */
+		if (bin_span_pages(bin) < PAGES_PER_SEGMENT / 4)
+			ck_assert_uint_ge((bin_span_pages(bin) << SPAGE_SHIFT) / bs, SPAN_MIN_BLOCKS);
 	}
 	ck_assert_uint_eq(bin_block_size(NBINS - 1), SMALL_MAX);
 }

@@ -18,6 +18,7 @@
 
 #include "core/block.h"
 #include "core/config.h"
+#include "core/heap.h"
 #include "core/segment.h"
 #include "bad_frees.h"
 #include "unit.h"
@@ -79,6 +80,23 @@ static void *free_twice(void *p)
 	return NULL;
 }
 
+/*
+ * 1 when the page at p is a private page of this process (written: bit 56 of its pagemap
+ * entry, "exclusively mapped"), 0 when it is not mapped or is the shared zero page a read
+ * maps (which RSS does not count), -1 when pagemap cannot be read.
+ */
+static int page_written(uintptr_t p)
+{
+	FILE *f = fopen("/proc/self/pagemap", "r");
+	uint64_t e = 0;
+	bool ok = f && !fseek(f, (long)(p / 4096 * sizeof(e)), SEEK_SET) &&
+		  fread(&e, sizeof(e), 1, f) == 1;
+
+	if (f)
+		fclose(f);
+	return ok ? (int)((e >> 63) & (e >> 56) & 1) : -1;
+}
+
 int child_main(const char *mode)
 {
 	char *p;
@@ -87,6 +105,20 @@ int child_main(const char *mode)
 	if (rc >= 0)
 		return rc;
 
+	if (!strcmp(mode, "heap-remote-pages")) {
+		/* a fresh process's thread that frees only its own blocks */
+		struct heap *heap;
+		uintptr_t first, last;
+
+		for (size_t n = 16; n <= 64 << 10; n *= 2)
+			sefer_free(sefer_malloc(n));
+		heap = sefer__heap;
+		first = (uintptr_t)heap & ~(uintptr_t)4095;
+		last = (uintptr_t)&heap->remote.slot[REMOTE_SLOTS - 1] & ~(uintptr_t)4095;
+		fprintf(stderr, "pages=%zu first=%d last=%d\n", (size_t)((last - first) / 4096),
+			page_written(first), page_written(last));
+		return 0;
+	}
 	if (!strcmp(mode, "xthread-after-collect") || !strcmp(mode, "xthread-after-local") ||
 	    !strcmp(mode, "xthread-interior")) {
 		pthread_t t;
@@ -458,6 +490,27 @@ START_TEST(policy_option_built_out)
 }
 END_TEST
 
+/*
+ * A thread that never frees into another heap never writes the last OS page of its heap
+ * struct, the remote-free slots (core/heap.h): 4 KiB a thread. Fails with the slots in the
+ * middle of the struct, or with a reset that writes every slot.
+ */
+START_TEST(heap_remote_slots_untouched)
+{
+	size_t pages = 0;
+	int first = 0, last = 1;
+	int st = run_child("heap-remote-pages", NULL, out, sizeof(out));
+	const char *line = strstr(out, "pages=");
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	ck_assert_msg(line && sscanf(line, "pages=%zu first=%d last=%d", &pages, &first,
+				      &last) == 3, "%s", out);
+	ck_assert_uint_ge(pages, 1); /* the slots reach past the struct's first page */
+	ck_assert_int_eq(first, 1); /* written, and pagemap readable */
+	ck_assert_msg(last == 0, "the remote-free slots' page was written: %s", out);
+}
+END_TEST
+
 /* SEFER_OPTIONS sets several at once; its errors name the key; a variable wins over it. */
 START_TEST(options_variable)
 {
@@ -559,6 +612,9 @@ Suite *process_suite(void)
 	tcase_add_test(tc, unknown_env_named);
 	tcase_add_test(tc, policy_option_built_out);
 	tcase_add_test(tc, options_variable);
+#ifdef __linux__
+	tcase_add_test(tc, heap_remote_slots_untouched);
+#endif
 	tcase_add_test(tc, verbose_lists_options);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, out_of_memory);
