@@ -6,12 +6,15 @@
  * (core/segment.h, struct segment_set): with_space (has free page slots), full (none), cache
  * (empty, kept for reuse), or on a list of the segments no heap owns (core/unowned.c: spares,
  * abandoned). Everything here runs on the owner's slow path without locks, except the registry
- * and segment-table updates (publish) and the spare list (core/unowned.c).
+ * and segment-table updates (publish). Whether a set takes a spare and whether an empty segment
+ * becomes one is core/span.c's call: nothing here calls core/unowned.c.
  *
  * Page-slot states (bit masks in the header): in a span (~free_pages, core/span.c); free and
  * never used since mapped (reads as zero); free and dirty (committed, old contents); free and
  * purged (memory given back, core/purge.c; reads as zero when the purge was eager).
  */
+#include <string.h>
+
 #include "core/annotate.h"
 #include "core/block.h"
 #include "core/error.h"
@@ -22,7 +25,6 @@
 #include "core/purge.h"
 #include "core/segtab.h"
 #include "core/stats.h"
-#include "core/unowned.h"
 #include "sefer/os.h"
 
 /* A fresh reservation of size bytes at align for a segment, on node (SEFER_NO_NODE: any). */
@@ -125,18 +127,17 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 }
 
 /*
- * A small segment with free slots for set, on its with_space list: the set's cache first, then
- * a spare, then a fresh one on node.
+ * A small segment with free slots for set, on its with_space list: seg (a spare of another
+ * heap's that the caller took, core/unowned.c, or NULL), else the set's cache, else a fresh
+ * one on node. NULL when out of memory.
  */
-struct segment *sefer__segment_alloc_small(struct segment_set *set, int node)
+struct segment *sefer__segment_alloc_small(struct segment_set *set, struct segment *seg, int node)
 {
-	struct segment *seg = set->cache;
-
 	if (seg) {
+		set_purge_at(set, seg->purge_at); /* its deadline moves to this set */
+	} else if ((seg = set->cache)) {
 		segment_list_remove(&set->cache, seg);
 		set->ncache--;
-	} else if ((seg = sefer__spare_take(set->owner))) {
-		set_purge_at(set, seg->purge_at); /* its deadline moves to this set */
 	} else if (!(seg = segment_map_small(set, node))) {
 		return NULL;
 	}
@@ -146,19 +147,44 @@ struct segment *sefer__segment_alloc_small(struct segment_set *set, int node)
 }
 
 /*
- * An empty small segment of set: keep it in the set's cache, dirty until its purge deadline
- * (an alloc-N/free-N pattern that empties a segment refills it warm), or unmap it. An exiting
- * heap's empty segments become spares for the next thread.
+ * The slots of pg's span become free and dirty, its descriptor empty. span_free() (core/span.c)
+ * for a set's segment; alone for a segment no heap owns, held with HELD_OWNER (core/unowned.c), whose
+ * caller purges or spares it.
  */
-void sefer__segment_free(struct segment_set *set, struct segment *seg)
+void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
+{
+	unsigned n = pg->span, idx = pg->index;
+	uint64_t bits = segment_slot_bits(n, idx);
+
+	/* a span's slots, all in use: not freed twice, nor a descriptor that heads no span */
+	sefer_assert(n && !(seg->free_pages & bits) && seg->used_pages >= n);
+	sefer__purge_slots_freed(seg, bits, delay);
+	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
+	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
+	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
+	pg->next = pg->prev = pg->delayed_next = NULL;
+	seg->free_pages |= bits;
+	seg->dirty_pages |= bits;
+	seg->used_pages -= n;
+	seg->has_space = true;
+	sefer_assert(segment_slots_agree(seg));
+}
+
+/* Take seg, empty, off set's lists; the caller then keeps or releases it, or makes it a spare. */
+void sefer__segment_unlist(struct segment_set *set, struct segment *seg)
 {
 	sefer_assert(seg->used_pages == 0 && seg->free_pages == ALL_PAGES_MASK); /* empty */
 	owned_forget(seg);
 	segment_list_remove(seg->has_space ? &set->with_space : &set->full, seg);
-	if (!set->live) {
-		sefer__spare_put(seg);
-		return;
-	}
+}
+
+/*
+ * An empty small segment of set, off its lists (sefer__segment_unlist): keep it in the set's
+ * cache, dirty until its purge deadline (an alloc-N/free-N pattern that empties a segment
+ * refills it warm), or unmap it.
+ */
+void sefer__segment_free(struct segment_set *set, struct segment *seg)
+{
 	if (CONFIG_SEGMENT_CACHE > 0 && set->ncache + 1 <= (unsigned)CONFIG_SEGMENT_CACHE) {
 		segment_list_push(&set->cache, seg);
 		set->ncache++;

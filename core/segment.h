@@ -298,6 +298,12 @@ static inline void segment_list_remove(struct segment **head, struct segment *se
  * A small segment's slot states agree (for assertions, core/debug.h): dirty and purged slots
  * are free ones and none is both, and used_pages counts the slots in spans (the header's not).
  */
+/* The slot bits of a run of n slots from slot idx. */
+static inline uint64_t segment_slot_bits(unsigned n, unsigned idx)
+{
+	return (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
+}
+
 static inline bool segment_slots_agree(const struct segment *seg)
 {
 	return !((seg->dirty_pages | seg->purged_pages) & ~seg->free_pages) &&
@@ -342,8 +348,10 @@ SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node);
 SEFER_INTERNAL void sefer__segment_unmap(void *mem, size_t size);
 SEFER_INTERNAL void sefer__segment_publish(struct segment *seg);
 SEFER_INTERNAL void sefer__segment_unpublish(struct segment *seg);
-SEFER_INTERNAL __must_check struct segment *sefer__segment_alloc_small(struct segment_set *set,
-								       int node);
+SEFER_INTERNAL __must_check struct segment *
+sefer__segment_alloc_small(struct segment_set *set, struct segment *seg, int node);
+SEFER_INTERNAL void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t delay);
+SEFER_INTERNAL void sefer__segment_unlist(struct segment_set *set, struct segment *seg);
 SEFER_INTERNAL void sefer__segment_free(struct segment_set *set, struct segment *seg);
 SEFER_INTERNAL void sefer__segment_release(struct segment *seg);
 SEFER_INTERNAL void sefer__segment_set_reset(struct segment_set *set, struct heap *owner);

@@ -5,15 +5,15 @@
  *
  * A new span goes on the policy's node first and takes dirty slots first (memory one phase of
  * a program freed is reused warm by the next instead of being purged and faulted in again);
- * only when no segment of the set has room does the set take another segment
- * (core/segment.c). A freed span's slots become free and dirty, timed for purging
- * (core/purge.c). Owner-only, no locks.
+ * only when no segment of the set has room does the set take another segment: its cache's, a
+ * spare (an exited heap's empty segment, core/unowned.c), or a new one (core/segment.c). A
+ * freed span's slots become free and dirty, timed for purging (segment_free_slots); a segment
+ * it empties is kept, released, or made a spare when its heap is exiting. Owner-only, no locks.
  */
-#include <string.h>
-
 #include "core/purge.h"
 #include "core/segment.h"
 #include "core/span.h"
+#include "core/unowned.h"
 #include "sefer/os.h" /* SEFER_NO_NODE */
 
 /* First slot of a run of n free slots in mask, or -1. */
@@ -63,11 +63,6 @@ bool sefer__span_has_space(struct segment_set *set, unsigned n)
 	return find_space(set, n, SEFER_NO_NODE, false, &idx) != NULL;
 }
 
-static inline uint64_t span_bits(unsigned n, unsigned idx)
-{
-	return (n == 64 ? ~0ULL : ((1ULL << n) - 1)) << idx;
-}
-
 /* A span of n slots of set, on node if the set has room there (SEFER_NO_NODE: anywhere). */
 struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 {
@@ -75,14 +70,17 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 	struct segment *seg = span_place(set, n, node, &idx);
 
 	if (!seg) {
-		seg = sefer__segment_alloc_small(set, node);
+		/* a segment the set has not placed spans in yet: its cache's, else a spare (an
+		 * exited heap's empty segment), else a new one */
+		seg = set->cache ? NULL : sefer__spare_take(set->owner);
+		seg = sefer__segment_alloc_small(set, seg, node);
 		if (!seg)
 			return NULL;
 		idx = find_run(seg->free_pages, n);
 	}
 
 	sefer_assert(idx >= 0 && segment_slots_agree(seg));
-	uint64_t bits = span_bits(n, (unsigned)idx);
+	uint64_t bits = segment_slot_bits(n, (unsigned)idx);
 	struct page *pg = &seg->pages[idx];
 	uint64_t purged = seg->purged_pages & bits;
 
@@ -107,42 +105,22 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 	return pg;
 }
 
-/*
- * The slots of pg's span become free and dirty, its descriptor empty. span_free() for a set's
- * segment; alone for a segment no heap owns, held with HELD_OWNER (core/unowned.c), whose
- * caller purges or spares it.
- */
-void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
-{
-	unsigned n = pg->span, idx = pg->index;
-	uint64_t bits = span_bits(n, idx);
-
-	/* a span's slots, all in use: not freed twice, nor a descriptor that heads no span */
-	sefer_assert(n && !(seg->free_pages & bits) && seg->used_pages >= n);
-	sefer__purge_slots_freed(seg, bits, delay);
-	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
-	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
-	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
-	pg->next = pg->prev = pg->delayed_next = NULL;
-	seg->free_pages |= bits;
-	seg->dirty_pages |= bits;
-	seg->used_pages -= n;
-	seg->has_space = true;
-	sefer_assert(segment_slots_agree(seg));
-}
-
 void sefer__span_free(struct segment_set *set, struct page *pg)
 {
 	struct segment *seg = segment_of(pg);
 	bool had_space = seg->has_space;
 
-	sefer__span_free_slots(seg, pg, sefer__purge_delay(set));
+	sefer__segment_free_slots(seg, pg, sefer__purge_delay(set));
 	if (!had_space) {
 		segment_list_remove(&set->full, seg);
 		segment_list_push(&set->with_space, seg);
 	}
 	if (seg->used_pages == 0) {
-		sefer__segment_free(set, seg);
+		sefer__segment_unlist(set, seg);
+		if (set->live)
+			sefer__segment_free(set, seg);
+		else
+			sefer__spare_put(seg); /* an exiting heap's: for the next thread */
 		return;
 	}
 	sefer__purge_schedule(set, seg);

@@ -13,6 +13,5 @@ SEFER_INTERNAL __must_check struct page *sefer__span_alloc(struct segment_set *s
 							   int node);
 SEFER_INTERNAL bool sefer__span_has_space(struct segment_set *set, unsigned pages);
 SEFER_INTERNAL void sefer__span_free(struct segment_set *set, struct page *pg);
-SEFER_INTERNAL void sefer__span_free_slots(struct segment *seg, struct page *pg, uint64_t delay);
 
 #endif

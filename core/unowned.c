@@ -3,7 +3,7 @@
  * Segments no heap owns: spares and abandoned segments, their lists, locks and fork handlers.
  *
  * Spares (owner HELD_OWNER, core/owner.h): empty small segments of exiting or destroyed heaps,
- * at most SPARE_MAX, kept dirty for the next thread that needs a segment (segment_alloc_small)
+ * at most SPARE_MAX, kept dirty for the next thread that needs a segment (span_alloc)
  * until their purge deadline; spare_lock guards the list.
  *
  * Abandoned segments (owner NULL): the small segments of an exited thread that still hold live
@@ -25,7 +25,6 @@
 #include "core/lock.h"
 #include "core/owned.h"
 #include "core/purge.h"
-#include "core/span.h"
 #include "core/stats.h"
 #include "core/unowned.h"
 
@@ -182,7 +181,7 @@ void sefer__segment_drop(struct segment *seg)
 		return;
 	}
 	for_each_span(seg, pg, idx)
-		sefer__span_free_slots(seg, pg, sefer__purge_unowned_delay());
+		sefer__segment_free_slots(seg, pg, sefer__purge_unowned_delay());
 	sefer__spare_put(seg);
 }
 
@@ -255,7 +254,7 @@ static bool abandoned_collect(struct segment *seg)
 	for_each_span(seg, pg, idx) {
 		sefer__page_collect_xthread(pg, (uintptr_t)-1); /* the tag stays NEVER */
 		if (pg->used == 0)
-			sefer__span_free_slots(seg, pg, sefer__purge_unowned_delay());
+			sefer__segment_free_slots(seg, pg, sefer__purge_unowned_delay());
 	}
 	return seg->used_pages == 0;
 }
