@@ -93,7 +93,7 @@ START_TEST(numa_refill_prefers_node)
 	h = heap_get();
 	b = h->segments.with_space;
 	ck_assert_ptr_nonnull(b);
-	a = sefer__segment_alloc_small(&h->segments, policy_segment_node(h)); /* before b */
+	a = sefer__segment_alloc_small(&h->segments, NULL, policy_segment_node(h)); /* before b */
 	ck_assert_ptr_eq(h->segments.with_space, a);
 	a->node = node + 1; /* pretend a lives on another node */
 	pg = sefer__span_alloc(&h->segments, 1, policy_segment_node(h));
