@@ -106,7 +106,7 @@ static void assert_false(void)
 
 /*
  * The slot of a live block's span marked free, as a stray write into the header would: the
- * assertions at a span's release (span_free_slots, core/span.c) report it when the collect
+ * assertions at a span's release (segment_free_slots, core/segment.c) report it when the collect
  * gives the segment's emptied pages back.
  */
 static void corrupt_slot_bits(void)
