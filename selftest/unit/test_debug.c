@@ -161,7 +161,7 @@ START_TEST(corrupt_slots_reported)
 		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "no abort: %s", buf);
 		/* by the span's own check, or by the slot-state check of an earlier span of
 		 * the segment that the collect gives back first */
-		ck_assert_msg(strstr(buf, "core check failed: ") && strstr(buf, "core/span.c:") &&
+		ck_assert_msg(strstr(buf, "core check failed: ") && strstr(buf, "core/segment.c:") &&
 				      (strstr(buf, "!(seg->free_pages & bits)") ||
 				       strstr(buf, "segment_slots_agree(seg)")),
 			      "not reported at a span's release: %s", buf);
