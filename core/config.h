@@ -36,10 +36,6 @@
 		__asm__("" : "+r"(__v));       \
 		__v;                           \
 	})
-/* A string every process reads at its start, in .data for the same reason (a static array
- * never written goes to .rodata without the attribute; non-const: a const one in .data draws
- * the assembler's section-flags warning). */
-#define startup_data __attribute__((section(".data")))
 #define cacheline_aligned __attribute__((aligned(CACHELINE)))
 /*
  * The fast-path entry points (malloc, free and their twins) start on a cache line: where they

@@ -39,9 +39,6 @@
 static int node_count = 1;
 static size_t page_size = 4096;
 
-/* Strings read at every start, in .data: core/config.h's startup_data, which says why. */
-#define startup_data __attribute__((section(".data")))
-
 /*
  * The largest single request the machine could ever back (os.h, max_request). sefer reserves
  * with MAP_NORESERVE, which the kernel's heuristic overcommit (vm.overcommit_memory = 0, the

@@ -91,4 +91,13 @@
 #define SEFER_INTERNAL_EXTERN extern __attribute__((visibility("hidden")))
 #endif
 
+/*
+ * A string every process reads at its start (core init, the backend's init), in .data: one read
+ * of .rodata maps the whole read-only segment through the kernel's fault-around, the unwind
+ * tables with it (core/config.h, opaque_value; Documentation/decommit.rst, "Peak RSS of the
+ * small rows"). A static array never written goes to .rodata without the attribute; declare it
+ * non-const, since a const one in .data draws the assembler's section-flags warning.
+ */
+#define startup_data __attribute__((section(".data")))
+
 #endif
