@@ -73,7 +73,8 @@ _Static_assert(REMOTE_SLOTS <= 64, "remote_frees.open has a bit per slot");
 #define REMOTE_SLOT_SHIFT 6 /* log2(sizeof(struct remote_batch)): remote_slot() */
 _Static_assert(sizeof(struct remote_batch) == (size_t)1 << REMOTE_SLOT_SHIFT,
 	       "remote_slot() computes a slot's byte offset");
-_Static_assert(REMOTE_BATCH_BYTES <= UINT16_MAX, "remote_batch.size holds a batch of 1-byte blocks");
+_Static_assert(REMOTE_BATCH_BYTES <= UINT16_MAX,
+	       "remote_batch.size holds a batch of 1-byte blocks");
 
 SEFER_INTERNAL struct remote_batch *sefer__remote_batch_open(struct remote_frees *r,
 							     struct remote_batch *rb,

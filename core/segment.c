@@ -148,8 +148,8 @@ struct segment *sefer__segment_alloc_small(struct segment_set *set, struct segme
 
 /*
  * The slots of pg's span become free and dirty, its descriptor empty. span_free() (core/span.c)
- * for a set's segment; alone for a segment no heap owns, held with HELD_OWNER (core/unowned.c), whose
- * caller purges or spares it.
+ * for a set's segment; alone for a segment no heap owns, held with HELD_OWNER
+ * (core/unowned.c), whose caller purges or spares it.
  */
 void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t delay)
 {

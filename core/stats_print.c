@@ -167,8 +167,8 @@ static void stats_member_str(struct stats_sink *s, const char *name, const char 
 	stats_out(s, "%s\"%s\": \"%s\"", s->items++ ? ", " : "", name, buf);
 }
 
-static void stats_json(struct stats_sink *s, const struct sefer_stats *st, const struct sefer_os_procinfo *p,
-		       const struct class_use *classes)
+static void stats_json(struct stats_sink *s, const struct sefer_stats *st,
+		       const struct sefer_os_procinfo *p, const struct class_use *classes)
 {
 	stats_out(s, "{");
 	stats_member_str(s, "version", sefer_version());
