@@ -126,24 +126,41 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 	return seg;
 }
 
-/*
- * A small segment with free slots for set, on its with_space list: seg (a spare of another
- * heap's that the caller took, core/unowned.c, or NULL), else the set's cache, else a fresh
- * one on node. NULL when out of memory.
- */
-struct segment *sefer__segment_alloc_small(struct segment_set *set, struct segment *seg, int node)
+/* seg, which has free slots, goes onto set's with_space list. */
+static struct segment *segment_list_with_space(struct segment_set *set, struct segment *seg)
 {
-	if (seg) {
-		set_purge_at(set, seg->purge_at); /* its deadline moves to this set */
-	} else if ((seg = set->cache)) {
-		segment_list_remove(&set->cache, seg);
-		set->ncache--;
-	} else if (!(seg = segment_map_small(set, node))) {
-		return NULL;
-	}
 	seg->has_space = true;
 	segment_list_push(&set->with_space, seg);
 	return seg;
+}
+
+/*
+ * An empty segment of set's cache, moved onto its with_space list, or NULL when the cache is
+ * empty. span_alloc() (core/span.c) asks here first: a cached segment is set's own and warm.
+ */
+struct segment *sefer__segment_cache_take(struct segment_set *set)
+{
+	struct segment *seg = set->cache;
+
+	if (!seg)
+		return NULL;
+	segment_list_remove(&set->cache, seg);
+	set->ncache--;
+	return segment_list_with_space(set, seg);
+}
+
+/*
+ * A small segment with free slots for set, on its with_space list: seg (a spare of another
+ * heap's that the caller took, core/unowned.c), else a fresh one on node. NULL when out of
+ * memory.
+ */
+struct segment *sefer__segment_alloc_small(struct segment_set *set, struct segment *seg, int node)
+{
+	if (seg)
+		set_purge_at(set, seg->purge_at); /* its deadline moves to this set */
+	else if (!(seg = segment_map_small(set, node)))
+		return NULL;
+	return segment_list_with_space(set, seg);
 }
 
 /*

@@ -348,6 +348,7 @@ SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node);
 SEFER_INTERNAL void sefer__segment_unmap(void *mem, size_t size);
 SEFER_INTERNAL void sefer__segment_publish(struct segment *seg);
 SEFER_INTERNAL void sefer__segment_unpublish(struct segment *seg);
+SEFER_INTERNAL struct segment *sefer__segment_cache_take(struct segment_set *set);
 SEFER_INTERNAL __must_check struct segment *
 sefer__segment_alloc_small(struct segment_set *set, struct segment *seg, int node);
 SEFER_INTERNAL void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t delay);

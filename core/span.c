@@ -72,8 +72,9 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 	if (!seg) {
 		/* a segment the set has not placed spans in yet: its cache's, else a spare (an
 		 * exited heap's empty segment), else a new one */
-		seg = set->cache ? NULL : sefer__spare_take(set->owner);
-		seg = sefer__segment_alloc_small(set, seg, node);
+		seg = sefer__segment_cache_take(set);
+		if (!seg)
+			seg = sefer__segment_alloc_small(set, sefer__spare_take(set->owner), node);
 		if (!seg)
 			return NULL;
 		idx = find_run(seg->free_pages, n);
