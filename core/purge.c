@@ -240,7 +240,7 @@ uint64_t sefer__purge_delay(const struct segment_set *set)
  * class of 48 B blocks that carves 4 KiB of it, keeps the other 60 KiB resident for as long as
  * the new span lives. In thread generations (bench/threadgen at four threads) every heap takes
  * its turn holding most of the live items, its slots are then reused by whatever class comes
- * next, and these tails were 0.4-0.7 MiB of each heap's 3.0-3.5 MiB resident. A heap parking
+ * next, and these tails were 0.4-0.8 MiB of each heap's 3.0-3.5 MiB resident. A heap parking
  * (its thread exiting: core/heap.c) gives back every such tail of TAIL_MIN bytes or more: the
  * blocks past the carved ones, from the first OS page no carved block touches to the span's
  * end. The span keeps its slots and its blocks; a later carve faults the pages in again, and
