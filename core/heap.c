@@ -318,6 +318,7 @@ static bool heap_park(struct heap *heap)
 		return false;
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
+	sefer__purge_span_tails(&heap->segments); /* core/purge.c, "span tails" */
 	sefer__policy_heap_exit_all(heap);
 	memset(&heap->policy, 0, sizeof(heap->policy)); /* as heap_reset: ready for a new owner */
 	due = heap->segments.next_purge;

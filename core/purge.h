@@ -29,6 +29,7 @@ SEFER_INTERNAL void sefer__purge_span_taken(struct segment_set *set, struct segm
 SEFER_INTERNAL void sefer__purge_schedule(struct segment_set *set, struct segment *seg);
 SEFER_INTERNAL void sefer__segment_purge(struct segment_set *set, struct segment *seg,
 					 uint64_t now, bool force);
+SEFER_INTERNAL void sefer__purge_span_tails(struct segment_set *set);
 SEFER_INTERNAL void sefer__purge_set(struct segment_set *set, uint64_t now, bool force);
 SEFER_INTERNAL void sefer__purge_pass(struct segment_set *set, bool force, bool took_span);
 SEFER_INTERNAL void sefer__purge_calm(struct segment_set *set, uint64_t now);

@@ -121,7 +121,9 @@ struct page {
 	uint32_t reserved; /* blocks carved from the span so far (the rest is untouched) */
 	uint8_t span;	   /* pages in this span; 0 for an unused slot */
 	uint8_t index;	   /* page index in the segment */
-	uint8_t pad_[2];
+	uint8_t warm_tail; /* it took dirty slots: past its carved blocks, memory an earlier
+			    * span used may still be resident (core/purge.c, "span tails") */
+	uint8_t pad_;
 	uintptr_t start_word; /* the span's first byte, as meta_ptr_hide() stores it: page_start() */
 	uint64_t div_magic;  /* floor(2^64 / block_size) + 1, 0 in an unused slot: block_start() */
 	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */

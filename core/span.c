@@ -88,6 +88,7 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 	sefer_assert((seg->free_pages & bits) == bits); /* the span takes free slots only */
 
 	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
+	pg->warm_tail = (seg->dirty_pages & bits) != 0;
 	sefer__purge_span_taken(set, seg, bits);
 	seg->free_pages &= ~bits;
 	seg->dirty_pages &= ~bits;

@@ -664,6 +664,118 @@ START_TEST(parked_purged_after_delay)
 }
 END_TEST
 
+/*
+ * Span tails: a span of 48-byte blocks takes the dirty slot that 64 blocks of 1 KiB filled
+ * and gave back, and carves 4 KiB of it. The thread exits with the span live: its heap parks
+ * and gives back the 60 KiB past the carved blocks, which stayed resident before (core/purge.c,
+ * "span tails"). The span keeps its blocks, and the next carve of the span works.
+ */
+#define TAIL_BIG 1008 /* the 1 KiB class: 64 blocks fill a 64 KiB page */
+#define TAIL_SMALL 48
+static void *tail_keep, *tail_small;
+static uint8_t *tail_start; /* the slot both spans took */
+static size_t tail_bytes;   /* the small span's bytes (the big one held them all) */
+
+static void *leave_span_tail(void *arg)
+{
+	static void *big[1024];
+	struct page *pg;
+	uint32_t n;
+
+	tail_keep = sefer_malloc(16); /* keeps the segment in use when the 1 KiB span goes */
+	big[0] = sefer_malloc(TAIL_BIG); /* a fresh span: the heap starts empty */
+	pg = page_of(segment_of(big[0]), big[0]);
+	n = pg->capacity;
+	ck_assert_uint_le(n, 1024);
+	for (uint32_t i = 1; i < n; i++)
+		big[i] = sefer_malloc(TAIL_BIG);
+	for (uint32_t i = 0; i < n; i++)
+		memset(big[i], 9, TAIL_BIG); /* blocks 1 KiB apart: every OS page of the span */
+	tail_start = page_start(pg);
+	tail_bytes = page_span_bytes(pg);
+	ck_assert_uint_eq(pg->reserved, pg->capacity); /* all carved, all ours */
+	for (uint32_t i = 0; i < n; i++)
+		sefer_free(big[i]);
+	sefer_collect(false); /* the empty span goes: its slots are free and dirty */
+	tail_small = sefer_malloc(TAIL_SMALL); /* a class with no page yet: a new span */
+	memset(tail_small, 4, TAIL_SMALL);
+	pg = page_of(segment_of(tail_small), tail_small);
+	ck_assert_ptr_eq(page_start(pg), tail_start); /* it took the dirty slot */
+	ck_assert(pg->warm_tail);
+	if (page_span_bytes(pg) < tail_bytes)
+		tail_bytes = page_span_bytes(pg);
+#ifdef __linux__
+	ck_assert_uint_eq(resident_pages(tail_start, tail_bytes), tail_bytes >> 12);
+#endif
+	(void)arg;
+	return NULL;
+}
+
+#define TAIL_MORE 400 /* past the 85 blocks of the first carve: into the tail */
+static void *tail_more[TAIL_MORE];
+
+static void *carve_into_tail(void *arg)
+{
+	int in_span = 0;
+
+	for (int i = 0; i < TAIL_MORE; i++) {
+		tail_more[i] = sefer_malloc(TAIL_SMALL);
+		memset(tail_more[i], 6, TAIL_SMALL);
+		in_span += (uint8_t *)tail_more[i] >= tail_start &&
+			   (uint8_t *)tail_more[i] < tail_start + tail_bytes;
+	}
+	ck_assert_int_gt(in_span, TAIL_MORE / 2); /* the heap taken over, its span carved on */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	(void)arg;
+	return NULL;
+}
+
+START_TEST(parked_heap_gives_back_span_tails)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms;
+	pthread_t k, t;
+
+	/* POLICY_FASTBIN keeps the last blocks freed of a class until the thread exits: the
+	 * 1 KiB span would not empty */
+	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return;
+	sefer_collect(true); /* no parked heap, nothing dirty: the thread's heap starts empty */
+	sefer__opt.purge_delay_ms = 60000; /* no purge by deadline while the test runs */
+	k = start_keepalive(); /* so the exit parks and is not the last one */
+	pthread_create(&t, NULL, leave_span_tail, NULL);
+	pthread_join(t, NULL);
+	struct heap *h = atomic_load(&segment_of(tail_small)->owner);
+
+	ck_assert_msg(owner_is_heap(h) && h->parked, "the exited thread's heap is not parked");
+#ifdef __linux__
+	if (CHECK_RSS && IS_ENABLED(CONFIG_PURGE_DONTNEED)) {
+		size_t carved = align_up(page_of(segment_of(tail_small), tail_small)->reserved *
+						 (size_t)TAIL_SMALL, 4096);
+
+		ck_assert_uint_eq(resident_pages(tail_start, carved), carved >> 12);
+		ck_assert_uint_lt(carved, tail_bytes);
+		ck_assert_msg(resident_pages(tail_start + carved, tail_bytes - carved) == 0,
+			      "%zu pages of the span's tail still resident after parking",
+			      resident_pages(tail_start + carved, tail_bytes - carved));
+	}
+#endif
+	ck_assert_uint_eq(((uint8_t *)tail_small)[TAIL_SMALL - 1], 4);
+	ck_assert(!page_of(segment_of(tail_small), tail_small)->warm_tail);
+	sefer__opt.purge_delay_ms = delay;
+	/* the next thread takes the heap over and carves the span into the purged tail */
+	pthread_create(&t, NULL, carve_into_tail, NULL);
+	pthread_join(t, NULL);
+	for (int i = 0; i < TAIL_MORE; i++) {
+		ck_assert_uint_eq(((uint8_t *)tail_more[i])[TAIL_SMALL - 1], 6);
+		sefer_free(tail_more[i]);
+	}
+	sefer_free(tail_small);
+	sefer_free(tail_keep);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 #define CUR_SIZE 48
 #define CUR_TAKE 400
 static void **cur_v;   /* the exited thread's blocks: cur_n, all live */
@@ -988,6 +1100,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, parked_purged_after_delay);
+	tcase_add_test(tc, parked_heap_gives_back_span_tails);
 	tcase_add_test(tc, partial_pages_taken_over);
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
 	tcase_add_test(tc, handoff_bounded_by_next_use);
