@@ -326,14 +326,17 @@ BUDGET = {
 #   mimalloc and mimalloc v3 at 4; at 2 threads glibc 4284/4656 (0.92), mimalloc 0.93; at 4
 #   glibc 6808/7708 (0.88), mimalloc 0.86, mimalloc v3 38920/59120 (0.66), snmalloc 0.92,
 #   sefer 0.93.
-# - larson: glibc cut at 2 and 4 threads, the peers at 4; glibc at 4 threads 4064/4336 (0.94),
-#   the others 0.98-1.00 (paired sefer/glibc at 2 threads 1.115 capped, 1.018 at equal work).
+# - larson: glibc cut at 2 and 4 threads, the peers at 4; a small growth: at a fifth of the
+#   budget against all of it (both uncapped, 10 runs each) sefer 0.92, 0.96, 0.96 and glibc
+#   1.06, 0.98, 0.97 at 1, 2, 4 threads; capped/whole glibc at 4 threads 0.94 (5 runs), 1.00
+#   (8 runs). Paired sefer/glibc at 2 threads read 1.115 capped, 1.018 at equal work.
 # - larson-rounds: glibc cut at 2 and 4 threads, mimalloc at 4; at 4 threads mimalloc
-#   14844/19880 (0.75), snmalloc 0.89, glibc 0.92; mimalloc at 2 threads 0.90.
+#   14844/19880 (0.75; 8 more runs 0.86), snmalloc 0.89 (0.83), glibc 0.92 (0.87).
 # - threadgen: every allocator cut at 4 threads (about 0.3 s each), and every peak grows:
 #   sefer 11264/15252 (0.74), mimalloc 0.77, mimalloc v3 0.79, snmalloc 0.82, glibc 0.92.
-# - randpos: every allocator cut at 4 threads; mimalloc v3 32772/36764 (0.89), mimalloc 0.96,
-#   sefer 0.97, glibc 0.98.
+# - randpos: every allocator cut at 4 threads; mimalloc v3 32772/36764 (0.89; 8 more runs
+#   0.94), mimalloc 0.96 (0.99), sefer 0.97 (0.98), glibc 0.98 (0.99): small, but all ten
+#   below 1.
 # Together they add about 4 s a repetition to QUICK at latest.csv's rates (16 s over 4), most
 # of it glibc's mstress (0.4, 0.7 and 1.0 s a run at 1, 2, 4 threads).
 # Capped, because their peak does not grow with the steps (same measurement, capped/whole
