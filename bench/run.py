@@ -338,7 +338,8 @@ BUDGET = {
 #   0.94), mimalloc 0.96 (0.99), sefer 0.97 (0.98), glibc 0.98 (0.99): small, but all ten
 #   below 1.
 # Together they add about 4 s a repetition to QUICK at latest.csv's rates (16 s over 4), most
-# of it glibc's mstress (0.4, 0.7 and 1.0 s a run at 1, 2, 4 threads).
+# of it glibc's mstress (0.4, 0.7 and 1.0 s a run at 1, 2, 4 threads); measured at load average
+# 4 (these 15 rows, 5 allocators, one repetition, twice each): 14-16 s capped, 25-28 uncapped.
 # Capped, because their peak does not grow with the steps (same measurement, capped/whole
 # within run-to-run noise, and the capped peak not the lower one): steady (0.95-1.03 where
 # anyone is cut), bignum (0.96-1.13), falseshare (nobody cut), vecgrow and prodcons (nobody
