@@ -316,10 +316,42 @@ BUDGET = {
 # with the steps (seed 42, one thread: sefer 322, 335, 337 and 365 MB after 4, 8, 16 and 30
 # steps, mimalloc 331, 337, 338 and 390); with 30 steps and the 0.2 s cap sefer ran all 30 and
 # mimalloc about 5, and read 1.012x its peak. 10 steps take mimalloc and glibc 0.6-1.9 s.
-# bursts: its idle gaps are part of the shape (what the allocator gives back meanwhile), and a
+# bursts: its idle gaps are part of its shape (what the allocator gives back meanwhile), and a
 # cap would cut its bursts to the first two or three, before any allocator reaches a steady
 # state. tgstress has no cap (it reads no --max-secs): its generations are its shape.
-UNCAPPED = ("largewin", "bursts", "tgstress")
+# The QUICK small-object rows below were measured on 2026-12-06 (each row under each allocator
+# capped and at its whole budget, interleaved, 5 runs each, median VmHWM in KiB, capped/whole;
+# "cut": the allocator's whole budget takes the 2-vCPU VM over 0.2 s at latest.csv's rate):
+# - mstress (a class's peak count only rises with the rounds): glibc cut at 1, 2, 4 threads,
+#   mimalloc and mimalloc v3 at 4; at 2 threads glibc 4284/4656 (0.92), mimalloc 0.93; at 4
+#   glibc 6808/7708 (0.88), mimalloc 0.86, mimalloc v3 38920/59120 (0.66), snmalloc 0.92,
+#   sefer 0.93.
+# - larson: glibc cut at 2 and 4 threads, the peers at 4; a small growth: at a fifth of the
+#   budget against all of it (both uncapped, 10 runs each) sefer 0.92, 0.96, 0.96 and glibc
+#   1.06, 0.98, 0.97 at 1, 2, 4 threads; capped/whole glibc at 4 threads 0.94 (5 runs), 1.00
+#   (8 runs). Paired sefer/glibc at 2 threads read 1.115 capped, 1.018 at equal work.
+# - larson-rounds: glibc cut at 2 and 4 threads, mimalloc at 4; at 4 threads mimalloc
+#   14844/19880 (0.75; 8 more runs 0.86), snmalloc 0.89 (0.83), glibc 0.92 (0.87).
+# - threadgen: every allocator cut at 4 threads (about 0.3 s each), and every peak grows:
+#   sefer 11264/15252 (0.74), mimalloc 0.77, mimalloc v3 0.79, snmalloc 0.82, glibc 0.92.
+# - randpos: every allocator cut at 4 threads; mimalloc v3 32772/36764 (0.89; 8 more runs
+#   0.94), mimalloc 0.96 (0.99), sefer 0.97 (0.98), glibc 0.98 (0.99): small, but all ten
+#   below 1.
+# Together they add about 4 s a repetition to QUICK at latest.csv's rates (16 s over 4), most
+# of it glibc's mstress (0.4, 0.7 and 1.0 s a run at 1, 2, 4 threads); measured at load average
+# 4 (these 15 rows, 5 allocators, one repetition, twice each): 14-16 s capped, 25-28 uncapped.
+# Capped, because their peak does not grow with the steps (same measurement, capped/whole
+# within run-to-run noise, and the capped peak not the lower one): steady (0.95-1.03 where
+# anyone is cut), bignum (0.96-1.13), falseshare (nobody cut), vecgrow and prodcons (nobody
+# cut), xfer (glibc cut on all four rows: 1.01-1.11, not lower), and bulk: glibc, cut on every
+# row (1-20% of its budget), keeps its peak from 2% of the budget to all of it (1024 B at one
+# thread 2348 and 2336 KiB, 256 B 1728 and 1852 at 2% and the whole, 3 runs each), and its
+# whole budget would add about 23 s a repetition. One known exception stays: mimalloc v3's
+# bulk peak at 2 and 4 threads lies in 2 MiB steps (6/8 or 8/10/12 MiB) and its capped runs
+# land in the lower step more often (256 B at 2 threads 6140/7996, 1024 B at 4 10248/11888,
+# 3 runs each): the cap can only show mimalloc v3 leaner there, never sefer.
+UNCAPPED = ("largewin", "bursts", "tgstress", "mstress", "larson", "larson-rounds", "threadgen",
+            "randpos")
 
 MAX_SECS = ("0.2", "1.5", "0.6")
 QUICK, FULL, HEADLINE = 0, 1, 2

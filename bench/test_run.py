@@ -91,6 +91,21 @@ for mode, name in ((run.QUICK, "QUICK"), (run.FULL, "full")):
     full_only = {"large 64M t=1", "largewin 20x5..25M t=1", "bursts 100ms t=1"}
     if (mode == run.QUICK) == bool(full_only & labels):
         failures.append("%s: the full-only rows %s" % (name, sorted(full_only & labels)))
+    # Time cap: the rows whose peak RSS grows with the steps run (UNCAPPED) run their whole
+    # budget (--max-secs 0) under every allocator; every other row has the mode's cap.
+    for c in cs:
+        cap = c.argv[c.argv.index("--max-secs") + 1]
+        want_cap = "0" if c.bench in run.UNCAPPED else run.MAX_SECS[mode]
+        if cap != want_cap:
+            failures.append("%s: %s runs with --max-secs %s, want %s"
+                            % (name, c.label(), cap, want_cap))
+    uncapped = {c.bench for c in cs if c.argv[c.argv.index("--max-secs") + 1] == "0"}
+    for bench in ("mstress", "larson", "larson-rounds", "threadgen", "randpos"):
+        if bench not in uncapped:
+            failures.append("%s: %s runs under the time cap" % (name, bench))
+    for bench in ("bulk", "steady", "bignum", "falseshare", "xfer"):
+        if bench in uncapped:
+            failures.append("%s: %s runs without the time cap" % (name, bench))
 
 # Single-thread runs: the CPU with the best median calibration rate (not the best single run);
 # one-thread micro rows and python3/sqlite3 on it, multi-thread rows anywhere (redis below).
