@@ -225,6 +225,11 @@ endif
 # merges the two stores through an SSE register (three more instructions). Plain stores.
 SEFER_CFLAGS += $(if $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo y),\
 	-fno-slp-vectorize,-fno-tree-slp-vectorize)
+# Each function in a section of its own (.text.NAME), so that the libsefer.so link can gather the
+# ones every process runs into a text segment of their own (core/libsefer-hot.lds).
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+SEFER_CFLAGS += -ffunction-sections
+endif
 SEFER_CFLAGS += $(EXTRA_CFLAGS)
 LDLIBS := $(lib-libs) -lpthread
 # CONFIG_SANITIZE_ADDRESS: the library, and whatever links it (the tests; 'make ldlibs'), with
@@ -331,6 +336,9 @@ so-cold := $(addprefix $(objtree)/core/,stats_print.o procinfo.o check.o) \
 	$(filter $(objtree)/persist/%,$(lib-objs))
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
+# The functions every process runs in a text segment of their own (core/libsefer-hot.lds).
+so-hot-lds := $(srctree)/core/libsefer-hot.lds
+so-front += -Wl,-T,$(so-hot-lds)
 so-front += -Wl,-u,__popcountdi2 $(shell $(CC) -print-libgcc-file-name 2>/dev/null)
 so-libc-nonshared := $(filter /%,$(shell $(CC) -print-file-name=libc_nonshared.a 2>/dev/null))
 ifneq ($(so-libc-nonshared),)
@@ -348,7 +356,8 @@ so-relr-probe = printf '%s\n' 'void abort(void);' 'static int x;' 'int *p = &x;'
 	$(CROSS_COMPILE)readelf -V $@.relr-probe 2>/dev/null | grep -q GLIBC_ABI_DT_RELR
 so-relr = $(shell $(so-relr-probe) && echo -Wl,-z,pack-relative-relocs; rm -f $@.relr-probe)
 endif
-$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map
+$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map \
+		$(so-hot-lds)
 	$(quiet) LD $(notdir $@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(so-front) $(so-relr) \
 		$(filter-out $(so-cold),$(lib-objs)) $(so-objs) $(filter $(so-cold),$(lib-objs)) \
