@@ -321,29 +321,17 @@ $(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-version-script := -Wl,--version-script=$(srctree)/core/libsefer.map
 endif
-# The code a malloc-only process runs stays in the first 64 KiB of the text, one window of the
-# kernel's fault-around (which maps a file's cached pages 64 KiB at a time; Documentation/
-# decommit.rst, "Peak RSS of the small rows": 36 KiB less peak RSS in every process):
-#  - the two helpers the malloc face calls from the toolchain's archives, __popcountdi2 (libgcc)
-#    and pthread_atfork (glibc's libc_nonshared.a), are linked first, not at the end;
-#  - what the malloc face (C++'s operator new included) does not call, the persist face, the
-#    stats printout and the heap checker, is linked last;
-#  - the C runtime's _fini, an empty function in .fini after the whole text, is not called at
-#    exit: -fini names a symbol that does not exist, so there is no DT_FINI (destructors still
-#    run from .fini_array).
-# make check-face checks that part of the text stays unmapped.
-so-cold := $(addprefix $(objtree)/core/,stats_print.o procinfo.o check.o) \
-	$(filter $(objtree)/persist/%,$(lib-objs))
+# The code a malloc-only process runs is a text segment of its own (core/libsefer-hot.lds, with
+# -ffunction-sections above): the kernel's fault-around, which maps a file's cached pages 64 KiB
+# at a time, stops at a mapping's end, so the rest of the text stays unmapped (Documentation/
+# decommit.rst, "The fixed cost per process"). The C runtime's _fini, an empty function in .fini
+# after the whole text, is not called at exit: -fini names a symbol that does not exist, so there
+# is no DT_FINI (destructors still run from .fini_array). make check-face checks that the rest of
+# the text stays unmapped.
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
-# The functions every process runs in a text segment of their own (core/libsefer-hot.lds).
 so-hot-lds := $(srctree)/core/libsefer-hot.lds
 so-front += -Wl,-T,$(so-hot-lds)
-so-front += -Wl,-u,__popcountdi2 $(shell $(CC) -print-libgcc-file-name 2>/dev/null)
-so-libc-nonshared := $(filter /%,$(shell $(CC) -print-file-name=libc_nonshared.a 2>/dev/null))
-ifneq ($(so-libc-nonshared),)
-so-front += -Wl,-u,pthread_atfork $(so-libc-nonshared)
-endif
 # The relative relocations packed (DT_RELR, binutils 2.38 and glibc 2.36 on): 212 of the 304
 # relocations are relative, and as RELA entries they took 5 KiB of the first read-only segment,
 # which ld.so reads whole at load (16 -> 12 KiB resident in every process). Only where the
@@ -360,7 +348,7 @@ $(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/li
 		$(so-hot-lds)
 	$(quiet) LD $(notdir $@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(so-front) $(so-relr) \
-		$(filter-out $(so-cold),$(lib-objs)) $(so-objs) $(filter $(so-cold),$(lib-objs)) \
+		$(lib-objs) $(so-objs) \
 		$(so-version-script) $(LDLIBS) $(LDFLAGS)
 	$(Q)ln -sf libsefer.so $(objtree)/$(SEFER_SONAME)
 
