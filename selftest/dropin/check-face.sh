@@ -74,11 +74,37 @@ for l in sys.stdin:
 print(" ".join("%d:%d" % (m[1], m[0]) for m in maps))' "$(basename "$lib")")
 read -r -a textmaps <<<"$text"
 if [ "${#textmaps[@]}" -lt 2 ]; then
-	bad "libsefer.so's text is ${#textmaps[@]} mapping(s) (${text:-none}), not the hot text and the rest"
+	bad "libsefer.so's text is ${#textmaps[@]} mapping(s) (${text:-none}), not the hot" \
+		"text and the rest"
 elif [ "${textmaps[-1]%%:*}" -ne 0 ]; then
 	bad "libsefer.so's cold text is resident (${textmaps[-1]/:/ of } KiB): code the hot list lacks ran"
 else
-	echo "ok   a program under sefer maps ${textmaps[0]/:/ of } KiB of hot text, ${textmaps[-1]/:/ of } KiB of the rest"
+	echo "ok   a program under sefer maps ${textmaps[0]/:/ of } KiB of hot text," \
+		"${textmaps[-1]/:/ of } KiB of the rest"
+fi
+
+# The .bss variables a process writes at start-up share .data's last page (resident anyway): the
+# segment table, 4 MiB of .bss, is linked after them (so-bss-last, Makefile). Under cat, the
+# anonymous mapping after the library's data holds one written page, the segment table's (it
+# reads 8 KiB with segtab.o linked in its Kbuild place).
+bss=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
+import sys
+lib, state = sys.argv[1], 0
+for l in sys.stdin:
+    w = l.split()
+    if len(w) >= 5 and "-" in w[0] and len(w[1]) == 4:
+        named = len(w) > 5
+        state = 1 if named and w[1] == "rw-p" and w[-1].endswith("/" + lib) else \
+            2 if state == 1 and not named else 0
+    elif state == 2 and w and w[0] == "Rss:":
+        print(w[1])
+        break' "$(basename "$lib")")
+if [ -z "$bss" ]; then
+	bad "no anonymous .bss mapping after the data of $(basename "$lib") in smaps"
+elif [ "$bss" -gt 4 ]; then
+	bad "$bss KiB of libsefer.so's .bss are resident: start-up variables left .data's last page"
+else
+	echo "ok   a program under sefer writes $bss KiB of libsefer.so's .bss"
 fi
 
 # Nothing a program that mallocs runs reads libsefer.so's read-only data (.rodata and the unwind
