@@ -225,6 +225,11 @@ endif
 # merges the two stores through an SSE register (three more instructions). Plain stores.
 SEFER_CFLAGS += $(if $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo y),\
 	-fno-slp-vectorize,-fno-tree-slp-vectorize)
+# Each function in a section of its own (.text.NAME), so that the libsefer.so link can gather the
+# ones every process runs into a text segment of their own (core/libsefer-hot.lds).
+ifeq ($(CONFIG_BACKEND_LINUX),y)
+SEFER_CFLAGS += -ffunction-sections
+endif
 SEFER_CFLAGS += $(EXTRA_CFLAGS)
 LDLIBS := $(lib-libs) -lpthread
 # CONFIG_SANITIZE_ADDRESS: the library, and whatever links it (the tests; 'make ldlibs'), with
@@ -316,31 +321,39 @@ $(static-lib): $(lib-objs) $(a-objs) $(autoconf-mk)
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-version-script := -Wl,--version-script=$(srctree)/core/libsefer.map
 endif
-# The code a malloc-only process runs stays in the first 64 KiB of the text, one window of the
-# kernel's fault-around (which maps a file's cached pages 64 KiB at a time; Documentation/
-# decommit.rst, "Peak RSS of the small rows": 36 KiB less peak RSS in every process):
-#  - the two helpers the malloc face calls from the toolchain's archives, __popcountdi2 (libgcc)
-#    and pthread_atfork (glibc's libc_nonshared.a), are linked first, not at the end;
-#  - what the malloc face (C++'s operator new included) does not call, the persist face, the
-#    stats printout and the heap checker, is linked last;
-#  - the C runtime's _fini, an empty function in .fini after the whole text, is not called at
-#    exit: -fini names a symbol that does not exist, so there is no DT_FINI (destructors still
-#    run from .fini_array).
-# make check-face checks that part of the text stays unmapped.
-so-cold := $(addprefix $(objtree)/core/,stats_print.o procinfo.o check.o) \
-	$(filter $(objtree)/persist/%,$(lib-objs))
+# The code a malloc-only process runs is a text segment of its own (core/libsefer-hot.lds, with
+# -ffunction-sections above): the kernel's fault-around, which maps a file's cached pages 64 KiB
+# at a time, stops at a mapping's end, so the rest of the text stays unmapped (Documentation/
+# decommit.rst, "The fixed cost per process"). The C runtime's _fini, an empty function in .fini
+# after the whole text, is not called at exit: -fini names a symbol that does not exist, so there
+# is no DT_FINI (destructors still run from .fini_array). make check-face checks that the rest of
+# the text stays unmapped.
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
-so-front += -Wl,-u,__popcountdi2 $(shell $(CC) -print-libgcc-file-name 2>/dev/null)
-so-libc-nonshared := $(filter /%,$(shell $(CC) -print-file-name=libc_nonshared.a 2>/dev/null))
-ifneq ($(so-libc-nonshared),)
-so-front += -Wl,-u,pthread_atfork $(so-libc-nonshared)
+so-hot-lds := $(srctree)/core/libsefer-hot.lds
+so-front += -Wl,-T,$(so-hot-lds)
+# The segment table (4 MiB of .bss, one page of it written per 128 GiB of segment addresses) is
+# linked last, so that the .bss variables every process writes at start-up follow .data in its
+# last page, which relocation and .data's own writes make resident anyway: one anonymous page
+# less per process (make check-face checks the .bss mapping's Rss).
+so-bss-last := $(objtree)/core/segtab.o
+# The relative relocations packed (DT_RELR, binutils 2.38 and glibc 2.36 on): 212 of the 304
+# relocations are relative, and as RELA entries they took 5 KiB of the first read-only segment,
+# which ld.so reads whole at load (16 -> 12 KiB resident in every process). Only where the
+# linker and the C library both take it: older binutils ignore the option with a warning, and a
+# glibc without DT_RELR has no GLIBC_ABI_DT_RELR version for the link to need. Probed when the
+# library is linked (a recursive variable), not at every make.
+so-relr-probe = printf '%s\n' 'void abort(void);' 'static int x;' 'int *p = &x;' \
+	'void f(void) { abort(); }' | $(CC) -shared -fPIC -x c - -o $@.relr-probe \
+	-Wl,-z,pack-relative-relocs >/dev/null 2>&1 && \
+	$(CROSS_COMPILE)readelf -V $@.relr-probe 2>/dev/null | grep -q GLIBC_ABI_DT_RELR
+so-relr = $(shell $(so-relr-probe) && echo -Wl,-z,pack-relative-relocs; rm -f $@.relr-probe)
 endif
-endif
-$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map
+$(objtree)/libsefer.so: $(lib-objs) $(so-objs) $(autoconf-mk) $(srctree)/core/libsefer.map \
+		$(so-hot-lds)
 	$(quiet) LD $(notdir $@)
-	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(so-front) \
-		$(filter-out $(so-cold),$(lib-objs)) $(so-objs) $(filter $(so-cold),$(lib-objs)) \
+	$(Q)$(CC) -shared -Wl,-soname,$(SEFER_SONAME) -Wl,-z,nodelete -o $@ $(so-front) $(so-relr) \
+		$(filter-out $(so-bss-last),$(lib-objs)) $(so-objs) $(filter $(so-bss-last),$(lib-objs)) \
 		$(so-version-script) $(LDLIBS) $(LDFLAGS)
 	$(Q)ln -sf libsefer.so $(objtree)/$(SEFER_SONAME)
 

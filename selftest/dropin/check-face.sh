@@ -52,28 +52,59 @@ run "$hard" sized-bad 134 'free_sized of 0x[0-9a-f]+ \(size 4000 does not match'
 run "$hard" aligned-bad 134 'free_aligned_sized of 0x[0-9a-f]+ \(alignment 4194304: the block'
 [ $fail -eq 0 ] && echo "ok   glibc and C23 names, mallinfo, mallopt, malloc_info, alignments"
 
-# The code a program that mallocs runs lies in the first 64 KiB of libsefer.so's text, so the
-# kernel's fault-around (64 KiB windows of the file's cached pages) leaves the rest unmapped: the
-# link order of the Makefile's libsefer.so rule. cat reads its own smaps while it runs, under
-# sefer: the text mapping's Rss must stay below its size.
+# The code a program that mallocs runs is a text segment of its own, the first (the functions
+# core/libsefer-hot.lds lists), and the rest of the text another: the kernel's fault-around
+# (64 KiB windows of the file's cached pages) stops at a mapping's end, so a program that runs
+# none of the rest leaves it unmapped. cat reads its own smaps while it runs, under sefer: the
+# last r-xp mapping of the library must have an Rss of 0 (it fails against a list without
+# malloc or with the hole of the linker script removed: one text mapping, Rss 64 KiB).
 text=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
 import sys
-lib, size = sys.argv[1], None
+lib, maps, cur = sys.argv[1], [], None
 for l in sys.stdin:
     w = l.split()
-    if len(w) >= 6 and w[1] == "r-xp" and w[-1].endswith("/" + lib):
-        a, b = (int(x, 16) for x in w[0].split("-"))
-        size = (b - a) // 1024
-    elif size is not None and w and w[0] == "Rss:":
-        print(w[1], size)
-        break' "$(basename "$lib")")
-read -r rss size <<<"$text"
-if [ -z "$rss" ] || [ -z "$size" ]; then
-	bad "no r-xp mapping of $(basename "$lib") in smaps"
-elif [ "$rss" -ge "$size" ]; then
-	bad "all of libsefer.so's text is resident ($rss of $size KiB): code past its first 64 KiB ran"
+    if len(w) >= 6 and "-" in w[0] and len(w[1]) == 4:
+        cur = None
+        if w[1] == "r-xp" and w[-1].endswith("/" + lib):
+            a, b = (int(x, 16) for x in w[0].split("-"))
+            cur = [(b - a) // 1024, None]
+            maps.append(cur)
+    elif cur is not None and w and w[0] == "Rss:":
+        cur[1] = int(w[1])
+print(" ".join("%d:%d" % (m[1], m[0]) for m in maps))' "$(basename "$lib")")
+read -r -a textmaps <<<"$text"
+if [ "${#textmaps[@]}" -lt 2 ]; then
+	bad "libsefer.so's text is ${#textmaps[@]} mapping(s) (${text:-none}), not the hot" \
+		"text and the rest"
+elif [ "${textmaps[-1]%%:*}" -ne 0 ]; then
+	bad "libsefer.so's cold text is resident (${textmaps[-1]/:/ of } KiB): code the hot list lacks ran"
 else
-	echo "ok   a program under sefer maps $rss of libsefer.so's $size KiB of text"
+	echo "ok   a program under sefer maps ${textmaps[0]/:/ of } KiB of hot text," \
+		"${textmaps[-1]/:/ of } KiB of the rest"
+fi
+
+# The .bss variables a process writes at start-up share .data's last page (resident anyway): the
+# segment table, 4 MiB of .bss, is linked after them (so-bss-last, Makefile). Under cat, the
+# anonymous mapping after the library's data holds one written page, the segment table's (it
+# reads 8 KiB with segtab.o linked in its Kbuild place).
+bss=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
+import sys
+lib, state = sys.argv[1], 0
+for l in sys.stdin:
+    w = l.split()
+    if len(w) >= 5 and "-" in w[0] and len(w[1]) == 4:
+        named = len(w) > 5
+        state = 1 if named and w[1] == "rw-p" and w[-1].endswith("/" + lib) else \
+            2 if state == 1 and not named else 0
+    elif state == 2 and w and w[0] == "Rss:":
+        print(w[1])
+        break' "$(basename "$lib")")
+if [ -z "$bss" ]; then
+	bad "no anonymous .bss mapping after the data of $(basename "$lib") in smaps"
+elif [ "$bss" -gt 4 ]; then
+	bad "$bss KiB of libsefer.so's .bss are resident: start-up variables left .data's last page"
+else
+	echo "ok   a program under sefer writes $bss KiB of libsefer.so's .bss"
 fi
 
 # Nothing a program that mallocs runs reads libsefer.so's read-only data (.rodata and the unwind
