@@ -32,9 +32,13 @@ test-bins: $(unit-bin) $(stress-bin)
 .PHONY: test-bins
 
 # ---- the groups
+# check-unit also runs the generations suite in one process (CK_FORK=no; about 1.2 s): each of
+# its tests must pass after the others, not only in the fresh child Check forks for it
+# (test_generations.c, generations_setup).
 check-targets += check-unit
 check-unit: $(unit-bin)
 	$(Q)$(TEST_RUNNER) $(unit-bin)
+	$(Q)CK_FORK=no CK_RUN_SUITE=generations $(TEST_RUNNER) $(unit-bin)
 
 check-targets += check-stress
 check-stress: $(stress-bin)

@@ -37,6 +37,7 @@
 #include "core/heap.h"
 #include "core/options.h"
 #include "core/purge.h"
+#include "core/unowned.h"
 #include "sefer/os.h"
 #include "unit.h"
 
@@ -94,6 +95,33 @@ static void stop_keepalive(pthread_t t)
 {
 	atomic_store(&keep_running, 0);
 	pthread_join(t, NULL);
+}
+
+/*
+ * Each test starts from what the tests expect of a fresh process, whatever ran before it in
+ * the same process (the runner forks a child per test unless CK_FORK=no; a checked fixture
+ * runs in the test's process): the options as the first test found them, no heap parked, no
+ * hand-off kept, nothing dirty that no heap owns, and no spare segment, and the unowned delay
+ * at its base. A spare slot an earlier test's pass purged a moment ago, taken by a span of
+ * this test's thread, raises that heap's delay (its set purged it: parked_purged_after_delay)
+ * or the unowned delay (the global pass did: abandoned_purged_after_delay), and this test's
+ * deadlines then come later than it waits.
+ */
+static struct sefer_options opt_at_start;
+
+static void generations_setup(void)
+{
+	static bool opt_taken;
+
+	if (!opt_taken) {
+		sefer_free(sefer_malloc(32)); /* initialised: the options are the environment's */
+		opt_at_start = sefer__opt;
+		opt_taken = true;
+	}
+	sefer__opt = opt_at_start;
+	sefer_collect(true); /* parked heaps dismantled, everything dirty purged, no hand-off */
+	sefer__spares_release_all();
+	atomic_store(&sefer__unowned_backoff, 0);
 }
 
 /*
@@ -1052,7 +1080,6 @@ START_TEST(unowned_backoff_follows_reuse)
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS || !sefer__opt.purge_delay_ms ||
 	    sefer__opt.purge_delay_ms > 1000)
 		return;
-	atomic_store(&sefer__unowned_backoff, 0);
 	parking_off();
 	k = start_keepalive(); /* the exit below is not the last: nothing is purged at once */
 	pthread_create(&t, NULL, leave_holes, NULL);
@@ -1081,7 +1108,6 @@ START_TEST(unowned_backoff_follows_reuse)
 	sefer_free(p);
 	stop_keepalive(k);
 	parking_back();
-	atomic_store(&sefer__unowned_backoff, 0); /* for the tests after, without fork */
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 }
 END_TEST
@@ -1092,6 +1118,7 @@ Suite *generations_suite(void)
 	TCase *tc = tcase_create("exit");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, generations_setup, NULL);
 	tcase_add_test(tc, spares_serve_the_next_thread);
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
