@@ -37,7 +37,6 @@
 #include "core/heap.h"
 #include "core/options.h"
 #include "core/purge.h"
-#include "core/unowned.h"
 #include "sefer/os.h"
 #include "unit.h"
 
@@ -64,17 +63,42 @@ static struct sefer_stats stats(void)
 }
 
 /* A thread that stays alive (with a heap) until told to stop: the exits under test are then
- * never the last but one, which purges everything at once. */
+ * never the last but one, which purges everything at once. It allocates on request
+ * (keepalive_malloc). */
 static atomic_int keep_running, keep_ready;
+static atomic_size_t keep_alloc_size;
+static void *_Atomic keep_alloc_block;
 
 static void *keepalive(void *arg)
 {
 	(void)arg;
 	sefer_free(sefer_malloc(32));
 	atomic_store(&keep_ready, 1);
-	while (atomic_load(&keep_running))
+	while (atomic_load(&keep_running)) {
+		size_t n = atomic_load(&keep_alloc_size);
+
+		if (n) {
+			atomic_store(&keep_alloc_block, sefer_malloc(n));
+			atomic_store(&keep_alloc_size, 0);
+		}
 		sleep_ms(1);
+	}
 	return NULL;
+}
+
+/*
+ * sefer_malloc(n), n > 32, by the keepalive thread: its heap has a page of 32-byte blocks
+ * only, so the call takes its slow path to a new span, which then purges what is due. (This
+ * thread's own heap may hold pages of any class, the C library's blocks among them, when the
+ * tests run in one process: a free block of a larger class is borrowed instead.)
+ */
+static void *keepalive_malloc(size_t n)
+{
+	atomic_store(&keep_alloc_block, NULL);
+	atomic_store(&keep_alloc_size, n);
+	while (atomic_load(&keep_alloc_size))
+		sleep_ms(1);
+	return atomic_load(&keep_alloc_block);
 }
 
 static pthread_t start_keepalive(void)
@@ -95,33 +119,6 @@ static void stop_keepalive(pthread_t t)
 {
 	atomic_store(&keep_running, 0);
 	pthread_join(t, NULL);
-}
-
-/*
- * Each test starts from what the tests expect of a fresh process, whatever ran before it in
- * the same process (the runner forks a child per test unless CK_FORK=no; a checked fixture
- * runs in the test's process): the options as the first test found them, no heap parked, no
- * hand-off kept, nothing dirty that no heap owns, and no spare segment, and the unowned delay
- * at its base. A spare slot an earlier test's pass purged a moment ago, taken by a span of
- * this test's thread, raises that heap's delay (its set purged it: parked_purged_after_delay)
- * or the unowned delay (the global pass did: abandoned_purged_after_delay), and this test's
- * deadlines then come later than it waits.
- */
-static struct sefer_options opt_at_start;
-
-static void generations_setup(void)
-{
-	static bool opt_taken;
-
-	if (!opt_taken) {
-		sefer_free(sefer_malloc(32)); /* initialised: the options are the environment's */
-		opt_at_start = sefer__opt;
-		opt_taken = true;
-	}
-	sefer__opt = opt_at_start;
-	sefer_collect(true); /* parked heaps dismantled, everything dirty purged, no hand-off */
-	sefer__spares_release_all();
-	atomic_store(&sefer__unowned_backoff, 0);
 }
 
 /*
@@ -674,7 +671,7 @@ START_TEST(parked_purged_after_delay)
 	/* not purged at exit: another thread lives and may take the heap over */
 	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
 	sleep_ms((long)sefer__opt.purge_delay_ms + 20);
-	p = sefer_malloc(3000); /* this thread's slow path (a class with no page yet) */
+	p = keepalive_malloc(3000); /* another thread's slow path (a class with no page yet) */
 	struct sefer_stats st2 = stats();
 
 	ck_assert_msg(st2.purged - st1.purged >= HOLES * SEGMENT_SIZE / 2,
@@ -1118,7 +1115,7 @@ Suite *generations_suite(void)
 	TCase *tc = tcase_create("exit");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, generations_setup, NULL);
+	tcase_add_checked_fixture(tc, unit_fresh_state, NULL);
 	tcase_add_test(tc, spares_serve_the_next_thread);
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
