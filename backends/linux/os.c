@@ -266,6 +266,7 @@ static void *linux_remap(void *addr, size_t old_size, size_t new_size, size_t al
 			linux_release((uint8_t *)addr + new_size, old_size - new_size);
 		return addr;
 	}
+	sefer__posix_hint_skip((uintptr_t)addr + old_size, (uintptr_t)addr + new_size);
 	p = mremap(addr, old_size, new_size, 0);
 	if (p != MAP_FAILED)
 		return p;

@@ -11,6 +11,7 @@
 
 SEFER_INTERNAL void sefer__posix_init(struct sefer_os_info *info);
 SEFER_INTERNAL void *sefer__posix_reserve(size_t size, size_t align, int node);
+SEFER_INTERNAL void sefer__posix_hint_skip(uintptr_t old_end, uintptr_t new_end);
 SEFER_INTERNAL void sefer__posix_release(void *addr, size_t size);
 SEFER_INTERNAL bool sefer__posix_protect(void *addr, size_t size, bool none);
 SEFER_INTERNAL uint64_t sefer__posix_clock_ms(void);

@@ -97,6 +97,23 @@ static uintptr_t hint_claim(size_t size, size_t align)
 	return start;
 }
 
+/*
+ * A reservation [.., old_end) is about to grow in place to new_end (linux_remap): when the hint
+ * lies in [old_end, new_end), the growth takes the addresses the next reservation would ask
+ * for, whose mmap would then land elsewhere and take the hint out of its range for good (the
+ * growth of a large block past its alignment did). Move the hint past new_end first; a growth
+ * that fails leaves a gap, no harm.
+ */
+void sefer__posix_hint_skip(uintptr_t old_end, uintptr_t new_end)
+{
+	uintptr_t h = atomic_load_explicit(&next_hint, memory_order_relaxed);
+
+	while (h >= old_end && h < new_end &&
+	       !atomic_compare_exchange_weak_explicit(&next_hint, &h, new_end, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 void *sefer__posix_reserve(size_t size, size_t align, int node)
 {
 	uintptr_t start;

@@ -39,6 +39,7 @@ int main(int argc, char **argv)
 
 		return rc >= 0 ? rc : child_main(argv[2]);
 	}
+	unit_fresh_state_save();
 	sr = srunner_create(NULL);
 	for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
 		const char *skip = getenv("SEFER_TEST_SKIP");

@@ -30,6 +30,14 @@ Suite *stats_suite(void);
 Suite *fault_suite(void);
 Suite *debug_suite(void);
 
+/*
+ * A fresh process's state for the test that follows (fresh_state.c): a checked fixture of the
+ * suites whose tests assume it, so that they pass with CK_FORK=no too. main() saves the
+ * options first.
+ */
+void unit_fresh_state_save(void);
+void unit_fresh_state(void);
+
 /* Built with ASan or TSan: shadow memory dominates RSS, sizes shrink (gcc and clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
