@@ -382,16 +382,14 @@ static bool visit_span(struct heap *heap, struct segment *seg, struct page *pg, 
 
 static bool visit_small(struct heap *heap, visit_fn fn, void *arg)
 {
-	struct segment *lists[2] = { heap->segments.with_space, heap->segments.full };
 	struct page *pg;
 
 	/* The list heads are read once: a visit neither adds nor frees spans or segments
 	 * (page_unfull moves pages between queues only). */
-	for (int l = 0; l < 2; l++)
-		for (struct segment *seg = lists[l]; seg; seg = seg->next)
-			for_each_span(seg, pg, idx)
-				if (!visit_span(heap, seg, pg, fn, arg))
-					return false;
+	for_each_set_segment(&heap->segments, seg, false)
+		for_each_span(seg, pg, idx)
+			if (!visit_span(heap, seg, pg, fn, arg))
+				return false;
 	return true;
 }
 

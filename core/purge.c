@@ -168,12 +168,9 @@ void sefer__purge_schedule(struct segment_set *set, struct segment *seg)
 /* What is due in every segment of set at `now` (everything dirty with force). */
 void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
 {
-	struct segment *lists[3] = { set->with_space, set->full, set->cache };
-
 	set->next_purge = 0;
-	for (int l = 0; l < 3; l++)
-		for (struct segment *s = lists[l]; s; s = s->next)
-			sefer__segment_purge(set, s, now, force);
+	for_each_set_segment(set, s, true)
+		sefer__segment_purge(set, s, now, force);
 }
 
 /*
@@ -256,29 +253,25 @@ uint64_t sefer__purge_delay(const struct segment_set *set)
 
 void sefer__purge_span_tails(struct segment_set *set)
 {
-	struct segment *lists[2] = { set->with_space, set->full };
 	size_t ps = sefer__os_info.page_size;
 	int64_t bytes = 0;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || delay_is_never(sefer__purge_delay(NULL)))
 		return;
-	for (int l = 0; l < 2; l++) {
-		for (struct segment *seg = lists[l]; seg; seg = seg->next) {
-			struct page *pg;
+	for_each_set_segment(set, seg, false) {
+		struct page *pg;
 
-			for_each_span(seg, pg, idx) {
-				uint8_t *from = page_start(pg) +
-						align_up((size_t)pg->reserved * pg->block_size, ps);
-				uint8_t *end = page_start(pg) + page_span_bytes(pg);
+		for_each_span(seg, pg, idx) {
+			uint8_t *from = page_start(pg) +
+					align_up((size_t)pg->reserved * pg->block_size, ps);
+			uint8_t *end = page_start(pg) + page_span_bytes(pg);
 
-				if (!pg->warm_tail || from + TAIL_MIN > end ||
-				    pg->capacity < TAIL_MIN_BLOCKS)
-					continue;
-				pg->warm_tail = 0; /* given back, or refused: tried once */
-				if (sefer__os.purge(from, (size_t)(end - from),
-						    IS_ENABLED(CONFIG_PURGE_DONTNEED)))
-					bytes += end - from;
-			}
+			if (!pg->warm_tail || from + TAIL_MIN > end || pg->capacity < TAIL_MIN_BLOCKS)
+				continue;
+			pg->warm_tail = 0; /* given back, or refused: tried once */
+			if (sefer__os.purge(from, (size_t)(end - from),
+					    IS_ENABLED(CONFIG_PURGE_DONTNEED)))
+				bytes += end - from;
 		}
 	}
 	if (bytes)
@@ -532,11 +525,8 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 	if (!set->next_purge || pass->now >= set->next_purge)
 		sefer__purge_set(set, pass->now, false);
 	if (pass->handoff) {
-		struct segment *lists[3] = { set->with_space, set->full, set->cache };
-
-		for (int l = 0; l < 3; l++)
-			for (struct segment *seg = lists[l]; seg; seg = seg->next)
-				handoff_bound(seg, pass);
+		for_each_set_segment(set, seg, true)
+			handoff_bound(seg, pass);
 	}
 	return set->next_purge;
 }

@@ -345,6 +345,18 @@ struct segment_set {
 	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */
 };
 
+/*
+ * Every segment of set on the lists that hold spans (with_space, full) and, with with_cache,
+ * its cache's empty ones too. The list heads are read once, at the start, and seg->next after
+ * the body, as the loops this replaced did.
+ */
+#define for_each_set_segment(set, seg, with_cache)                                            \
+	for (struct segment *const *list_ = (struct segment *const[3]){                        \
+		     (set)->with_space, (set)->full, (set)->cache },                             \
+				   *const *lists_end_ = list_ + ((with_cache) ? 3 : 2);         \
+	     list_ < lists_end_; list_++)                                                      \
+		for (struct segment *seg = *list_; seg; seg = seg->next)
+
 /* segment.c: mapping, publication, a set's cache, release */
 SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node);
 SEFER_INTERNAL void sefer__segment_unmap(void *mem, size_t size);

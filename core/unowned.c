@@ -306,11 +306,8 @@ uint64_t sefer__abandoned_each_held(uint64_t (*fn)(struct segment *seg, void *ar
 /* An exiting heap's segments: no pusher may link a page into its delayed list any more. */
 void sefer__set_mark_never(struct segment_set *set)
 {
-	struct segment *lists[2] = { set->with_space, set->full };
-
-	for (int l = 0; l < 2; l++)
-		for (struct segment *seg = lists[l]; seg; seg = seg->next)
-			segment_mark_never(seg);
+	for_each_set_segment(set, seg, false)
+		segment_mark_never(seg);
 }
 
 /* What still holds live blocks goes to the abandoned list, dirty slots and all. */
