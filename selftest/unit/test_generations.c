@@ -764,7 +764,8 @@ START_TEST(parked_heap_gives_back_span_tails)
 	 * 1 KiB span would not empty */
 	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
 		return;
-	sefer_collect(true); /* no parked heap, nothing dirty: the thread's heap starts empty */
+	/* the fixture (unit_fresh_state) leaves no parked heap and nothing dirty: the thread's
+	 * heap starts empty */
 	sefer__opt.purge_delay_ms = 60000; /* no purge by deadline while the test runs */
 	k = start_keepalive(); /* so the exit parks and is not the last one */
 	pthread_create(&t, NULL, leave_span_tail, NULL);

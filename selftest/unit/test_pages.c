@@ -446,8 +446,8 @@ Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
 	TCase *tc = tcase_create("queues");
-	tcase_add_checked_fixture(tc, unit_fresh_state, NULL);
 
+	tcase_add_checked_fixture(tc, unit_fresh_state, NULL);
 	tcase_add_test(tc, unfull_goes_to_the_back);
 	tcase_add_test(tc, free_blocks_behind_serve_before_a_carve);
 	tcase_add_test(tc, full_unfull_churn_accounted);
