@@ -17,6 +17,15 @@
  *
  * --ops is the number of blocks over all producers. Reported ops count every malloc and free
  * (of blocks and batch arrays). The param is "<size>-<P>to<C>", size "64B" or "mixed".
+ *
+ * XFER_STATS=1 in the environment adds one line on stderr: the queue's occupancy (most and
+ * time-weighted mean batches queued, and the requested bytes they held), so a peak RSS can be
+ * split into live data and what the allocator holds besides. XFER_STATS=2 under sefer
+ * (sefer_stats_get found by dlsym) adds a second line: a consumer samples the allocator's own
+ * figures every 16 batches and reports the sample taken with the most bytes queued. The
+ * samples slow the consumers (a segment walk and a /proc read each), so the queue runs fuller
+ * than without them: read occupancy from XFER_STATS=1. Off by default: without it the timed
+ * work is one add per block (in a register) and one branch per batch more.
  */
 #include "common.h"
 
@@ -26,8 +35,11 @@
 struct batch {
 	struct batch *next;
 	unsigned count;
+	unsigned bytes; /* requested bytes of its blocks (XFER_STATS only; in padding) */
 	void *block[BATCH];
 };
+_Static_assert(sizeof(struct batch) == 16 + BATCH * sizeof(void *),
+	       "bytes lies in padding: the batch array's size class is the one it had without it");
 
 static struct {
 	pthread_mutex_t lock;
@@ -43,6 +55,99 @@ static struct {
 
 static int producers, group_p, group_c;
 
+/* XFER_STATS: the queue's occupancy, updated under queue.lock */
+static struct {
+	int on;
+	double t0, t_last, len_time, bytes_time;
+	uint64_t bytes, bytes_max;
+	unsigned len_max;
+	/* sefer's own figures at the sampled RSS peak */
+	size_t (*sefer_get)(void *st, size_t size);
+	uint64_t sample_rss_kb, sample_queued, sample_fields[32];
+	unsigned sample_len;
+} qstat;
+
+/* Account the time since the last change at the old occupancy, then apply the change. */
+static void qstat_change(long dlen, int64_t dbytes)
+{
+	double t = now_sec();
+
+	qstat.len_time += (double)queue.length * (t - qstat.t_last);
+	qstat.bytes_time += (double)qstat.bytes * (t - qstat.t_last);
+	qstat.t_last = t;
+	queue.length += dlen;
+	qstat.bytes += dbytes;
+	if (queue.length > qstat.len_max)
+		qstat.len_max = queue.length;
+	if (qstat.bytes > qstat.bytes_max)
+		qstat.bytes_max = qstat.bytes;
+}
+
+/* Resident KiB now, from /proc/self/statm with raw calls (no allocation). */
+static uint64_t rss_now_kb(void)
+{
+	char buf[128];
+	unsigned long size, res;
+	int fd = open("/proc/self/statm", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if (sscanf(buf, "%lu %lu", &size, &res) != 2)
+		return 0;
+	return res * (uint64_t)(sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/*
+ * A consumer's sample of sefer's figures, kept when the queue holds the most bytes seen at a
+ * sample (the RSS breaking ties), so it shows the allocator when the live data peak.
+ */
+static void qstat_sample(void)
+{
+	uint64_t f[32] = {0}, rss = rss_now_kb();
+
+	qstat.sefer_get(f, sizeof(f));
+	pthread_mutex_lock(&queue.lock);
+	if (qstat.bytes > qstat.sample_queued ||
+	    (qstat.bytes == qstat.sample_queued && rss > qstat.sample_rss_kb)) {
+		qstat.sample_rss_kb = rss;
+		qstat.sample_queued = qstat.bytes;
+		qstat.sample_len = queue.length;
+		memcpy(qstat.sample_fields, f, sizeof(f));
+	}
+	pthread_mutex_unlock(&queue.lock);
+}
+
+static void qstat_report(void)
+{
+	double span = qstat.t_last - qstat.t0;
+	/* struct sefer_stats' fields, by position (include/sefer.h) */
+	const uint64_t *f = qstat.sample_fields;
+
+	if (span <= 0)
+		span = 1e-9;
+	fprintf(stderr,
+		"XFER_STATS queue_max=%u queue_mean=%.1f queued_bytes_max=%llu "
+		"queued_bytes_mean=%.0f batch=%u\n",
+		qstat.len_max, qstat.len_time / span, (unsigned long long)qstat.bytes_max,
+		qstat.bytes_time / span, BATCH);
+	if (qstat.sefer_get)
+		fprintf(stderr,
+			"XFER_STATS sefer_sample rss_kb=%llu queue=%u queued_bytes=%llu "
+			"committed=%llu committed_peak=%llu in_use_bytes=%llu small_bytes=%llu "
+			"purged=%llu segments=%llu\n",
+			(unsigned long long)qstat.sample_rss_kb, qstat.sample_len,
+			(unsigned long long)qstat.sample_queued, (unsigned long long)f[7],
+			(unsigned long long)f[8], (unsigned long long)f[14],
+			(unsigned long long)f[20], (unsigned long long)f[9],
+			(unsigned long long)f[4]);
+}
+
 static void queue_put(struct batch *b)
 {
 	pthread_mutex_lock(&queue.lock);
@@ -54,7 +159,10 @@ static void queue_put(struct batch *b)
 	else
 		queue.head = b;
 	queue.tail = b;
-	queue.length++;
+	if (qstat.on)
+		qstat_change(1, b->bytes);
+	else
+		queue.length++;
 	pthread_cond_signal(&queue.not_empty);
 	pthread_mutex_unlock(&queue.lock);
 }
@@ -72,7 +180,10 @@ static struct batch *queue_take(void)
 		queue.head = b->next;
 		if (!queue.head)
 			queue.tail = NULL;
-		queue.length--;
+		if (qstat.on)
+			qstat_change(-1, -(int64_t)b->bytes);
+		else
+			queue.length--;
 		pthread_cond_signal(&queue.not_full);
 	}
 	pthread_mutex_unlock(&queue.lock);
@@ -87,6 +198,7 @@ static void produce(struct worker *w)
 	rng_init(&r, w->o->seed, (uint64_t)w->idx);
 	while (made < blocks) {
 		struct batch *b = xmalloc(sizeof(*b));
+		unsigned bytes = 0;
 
 		ops++;
 		b->count = 0;
@@ -96,9 +208,11 @@ static void produce(struct worker *w)
 
 			touch(p, n);
 			b->block[b->count++] = p;
+			bytes += (unsigned)n;
 			made++;
 			ops++;
 		}
+		b->bytes = bytes;
 		queue_put(b);
 		if (bench_expired(w))
 			break;
@@ -113,9 +227,11 @@ static void produce(struct worker *w)
 static void consume(struct worker *w)
 {
 	struct batch *b;
-	uint64_t ops = 0;
+	uint64_t ops = 0, taken = 0;
 
 	while ((b = queue_take())) {
+		if (qstat.sefer_get && !(taken++ & 15))
+			qstat_sample();
 		for (unsigned i = 0; i < b->count; i++)
 			free(b->block[i]);
 		ops += b->count + 1;
@@ -169,7 +285,16 @@ int main(int argc, char **argv)
 	group_p = p;
 	group_c = c;
 	queue.producers_left = producers;
+	qstat.on = getenv("XFER_STATS") ? atoi(getenv("XFER_STATS")) : 0;
+	if (qstat.on) {
+		qstat.t0 = qstat.t_last = now_sec();
+		if (qstat.on >= 2)
+			qstat.sefer_get = (size_t (*)(void *, size_t))dlsym(RTLD_DEFAULT,
+									      "sefer_stats_get");
+	}
 	secs = bench_run_threads(&o, worker, NULL, &ops);
+	if (qstat.on)
+		qstat_report();
 	if (o.size)
 		snprintf(param, sizeof(param), "%zuB-%dto%d", o.size, p, c);
 	else
