@@ -26,13 +26,13 @@ BENCH_RUN := /usr/bin/python3 $(srctree)/bench/run.py --bindir $(objtree)/bench 
 $(objtree)/bench/%: $(srctree)/bench/%.c $(srctree)/bench/common.h
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -I$(srctree)/include -o $@ $< -ldl
 
 # larson-rounds is built from larson_rounds.c
 $(objtree)/bench/larson-rounds: $(srctree)/bench/larson_rounds.c $(srctree)/bench/common.h
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -ldl
+	$(Q)$(BENCH_CC) $(BENCH_CFLAGS) -I$(srctree)/include -o $@ $< -ldl
 
 bench-progs: $(bench-progs)
 

@@ -28,6 +28,7 @@
  * work is one add per block (in a register) and one branch per batch more.
  */
 #include "common.h"
+#include "sefer.h" /* struct sefer_stats only: nothing is linked from it */
 
 #define BATCH		256
 #define QUEUE_MAX	64
@@ -62,8 +63,9 @@ static struct {
 	uint64_t bytes, bytes_max;
 	unsigned len_max;
 	/* sefer's own figures at the sampled RSS peak */
-	size_t (*sefer_get)(void *st, size_t size);
-	uint64_t sample_rss_kb, sample_queued, sample_fields[32];
+	size_t (*sefer_get)(struct sefer_stats *st, size_t size);
+	uint64_t sample_rss_kb, sample_queued;
+	struct sefer_stats sample;
 	unsigned sample_len;
 } qstat;
 
@@ -109,16 +111,17 @@ static uint64_t rss_now_kb(void)
  */
 static void qstat_sample(void)
 {
-	uint64_t f[32] = {0}, rss = rss_now_kb();
+	struct sefer_stats st = {0};
+	uint64_t rss = rss_now_kb();
 
-	qstat.sefer_get(f, sizeof(f));
+	qstat.sefer_get(&st, sizeof(st));
 	pthread_mutex_lock(&queue.lock);
 	if (qstat.bytes > qstat.sample_queued ||
 	    (qstat.bytes == qstat.sample_queued && rss > qstat.sample_rss_kb)) {
 		qstat.sample_rss_kb = rss;
 		qstat.sample_queued = qstat.bytes;
 		qstat.sample_len = queue.length;
-		memcpy(qstat.sample_fields, f, sizeof(f));
+		qstat.sample = st;
 	}
 	pthread_mutex_unlock(&queue.lock);
 }
@@ -126,8 +129,7 @@ static void qstat_sample(void)
 static void qstat_report(void)
 {
 	double span = qstat.t_last - qstat.t0;
-	/* struct sefer_stats' fields, by position (include/sefer.h) */
-	const uint64_t *f = qstat.sample_fields;
+	const struct sefer_stats *f = &qstat.sample;
 
 	if (span <= 0)
 		span = 1e-9;
@@ -142,10 +144,10 @@ static void qstat_report(void)
 			"committed=%llu committed_peak=%llu in_use_bytes=%llu small_bytes=%llu "
 			"purged=%llu segments=%llu\n",
 			(unsigned long long)qstat.sample_rss_kb, qstat.sample_len,
-			(unsigned long long)qstat.sample_queued, (unsigned long long)f[7],
-			(unsigned long long)f[8], (unsigned long long)f[14],
-			(unsigned long long)f[20], (unsigned long long)f[9],
-			(unsigned long long)f[4]);
+			(unsigned long long)qstat.sample_queued, (unsigned long long)f->committed,
+			(unsigned long long)f->committed_peak, (unsigned long long)f->in_use_bytes,
+			(unsigned long long)f->small_bytes, (unsigned long long)f->purged,
+			(unsigned long long)f->segments);
 }
 
 static void queue_put(struct batch *b)
@@ -289,7 +291,7 @@ int main(int argc, char **argv)
 	if (qstat.on) {
 		qstat.t0 = qstat.t_last = now_sec();
 		if (qstat.on >= 2)
-			qstat.sefer_get = (size_t (*)(void *, size_t))dlsym(RTLD_DEFAULT,
+			qstat.sefer_get = (size_t (*)(struct sefer_stats *, size_t))dlsym(RTLD_DEFAULT,
 									      "sefer_stats_get");
 	}
 	secs = bench_run_threads(&o, worker, NULL, &ops);
