@@ -44,6 +44,7 @@ for k in (("total", "fast"), ("total", "rest"), ("total", "mmap"), ("system", "c
     assert k in kinds, k
 print("     malloc_info: well-formed XML in glibc'"'"'s shape")' "$work/malloc_info.xml" ||
 	bad "malloc_info's XML"
+run "$lib" registry-quiet 0 ""
 run "$lib" delete-warn 0 'double free of 0x[0-9a-f]+ \(block is already free\)'
 run "$lib" sized-bad 0 ""	# without CONFIG_HARDENED the size is not checked
 run "$hard" all 0 ""
