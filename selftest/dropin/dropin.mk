@@ -4,7 +4,8 @@
 #   make check-face   glibc's __libc_* names, C23 free_sized/free_aligned_sized (and their
 #                     contract under CONFIG_HARDENED), mallinfo2/mallinfo, mallopt,
 #                     malloc_info's XML, every power-of-two alignment: selftest/dropin/face.c
-#                     under LD_PRELOAD
+#                     under LD_PRELOAD; and what a small program maps: the core text alone,
+#                     one page of .bss, no read-only data, no liburcu-bp reader registered
 #   make check-cxx    C++ operator new/delete from libsefer.so (preloaded and linked) and
 #                     libsefer.a, std::new_handler and a catchable std::bad_alloc, sized
 #                     deletes checked under CONFIG_HARDENED: selftest/dropin/cxx.cc
@@ -20,7 +21,7 @@ dropin-hard := $(objtree)/dropin-hardened
 $(dropin-dir)/face: $(srctree)/selftest/dropin/face.c
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC selftest/dropin/face
-	$(Q)$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -ldl
+	$(Q)$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -ldl -pthread
 
 # the same C++ source three ways: preloaded, linked to libsefer.so, linked to libsefer.a
 $(dropin-dir)/cxx-preload: $(srctree)/selftest/dropin/cxx.cc

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -406,6 +407,42 @@ static void never_backed(void)
 	      "RLIMIT_AS child: status %d (3 setrlimit, 4 1 GiB served, 5 64 MiB refused)", st);
 }
 
+/*
+ * A small program never walks sefer's segment registry: under liburcu-bp a walk registers the
+ * thread as a reader (urcu_bp_reader, its thread-local pointer, set) and maps a page of the
+ * reader arena. The in-use sample at a heap's first segment did, in the main thread and in each
+ * new thread (Documentation/decommit.rst, "The fixed cost per process"). Returns the thread's
+ * reader, NULL when it never registered; (void *)1 where liburcu-bp is not loaded.
+ */
+static void *registry_reader(void *arg)
+{
+	void **reader = dlsym(RTLD_DEFAULT, "urcu_bp_reader"); /* this thread's instance */
+	void *p[64];
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		p[i] = malloc(16 + (size_t)i * 24);
+	for (int i = 0; i < 64; i++)
+		free(p[i]);
+	return reader ? *reader : (void *)1;
+}
+
+static void registry_quiet(void)
+{
+	pthread_t t;
+	void *main_reader = registry_reader(NULL), *thread_reader = NULL;
+
+	if (main_reader == (void *)1) {
+		printf("face: no liburcu-bp loaded: registry-quiet not applicable\n");
+		return;
+	}
+	CHECK(pthread_create(&t, NULL, registry_reader, NULL) == 0 &&
+		      pthread_join(t, &thread_reader) == 0,
+	      "thread");
+	CHECK(main_reader == NULL, "the main thread is a liburcu-bp reader: the registry was walked");
+	CHECK(thread_reader == NULL, "a new thread is a liburcu-bp reader: the registry was walked");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
@@ -426,6 +463,8 @@ int main(int argc, char **argv)
 
 		f_free_aligned_sized(p, 4096 * 1024, 100); /* not aligned to it */
 		return 0;
+	} else if (!strcmp(mode, "registry-quiet")) {
+		registry_quiet();
 	} else if (!strcmp(mode, "delete-warn")) {
 		/* M_CHECK_ACTION without bit 1: the double free is reported and the program goes on
 		 */
