@@ -325,10 +325,10 @@ endif
 # -ffunction-sections above): the kernel's fault-around, which maps a file's cached pages 64 KiB
 # at a time, stops at a mapping's end, so the rest of the text stays unmapped (Documentation/
 # decommit.rst, "The fixed cost per process"); the script makes it two, what a small program runs
-# and the rest of the profile, so a small program maps only the first. The C runtime's _fini, an empty function in .fini
-# after the whole text, is not called at exit: -fini names a symbol that does not exist, so there
-# is no DT_FINI (destructors still run from .fini_array). make check-face checks that cat maps
-# only the first.
+# and the rest of the profile, so a small program maps only the first. The C runtime's _fini, an
+# empty function in .fini after the whole text, is not called at exit: -fini names a symbol that
+# does not exist, so there is no DT_FINI (destructors still run from .fini_array). make
+# check-face checks that cat maps only the first.
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
 so-hot-lds := $(srctree)/core/libsefer-hot.lds

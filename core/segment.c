@@ -103,11 +103,13 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 
 	if (!seg)
 		return NULL;
-	/* The set's segments were full: a peak of in use, maybe. A set's first segment is no
+	/*
+	 * The set's segments were full: a peak of in use, maybe. A set's first segment is no
 	 * such moment (a new thread's, or the process's first): no sample, which would walk the
 	 * registry and, under liburcu-bp, register the thread as a reader (a page of its arena)
 	 * in a process that may never walk it again (Documentation/decommit.rst, "The fixed cost
-	 * per process"). */
+	 * per process").
+	 */
 	if (set->with_space || set->full)
 		sefer__inuse_grown();
 	if (IS_ENABLED(CONFIG_GUARD_PAGES) && !small_guard_set(seg)) {
