@@ -39,6 +39,10 @@ EXTRA = [
     ("tgstress", "50gen", 8, ["--gens", "50"], 1000000),
     ("xfer", "64B-1to1", 2, ["--ratio", "1:1", "--size", "64"], 16000000),
     ("xfer", "mixed-1to3", 4, ["--ratio", "1:3", "--size", "0"], 4000000),
+    # frees of blocks whose lines have gone cold, not read first and read first (coldfree.c):
+    # what a check that reads the freed block costs beyond its instructions
+    ("coldfree", "64B", 1, ["--size", "64"], 60),
+    ("coldfree", "64B-read", 1, ["--size", "64", "--read", "1"], 60),
 ]
 
 
