@@ -225,8 +225,10 @@ static bool block_of_heap(struct heap *heap, const void *p)
 /*
  * The page of p when p is a block the calling thread's heaps hold, by the free fast path's
  * tests: its segment in the owned cache, a carved block start of a page that is not full, no
- * free or pending mark. NULL is only a maybe (another thread's block, a full page, a large
- * block): block_not_held() then decides.
+ * free or pending mark (its first two bytes, as the free fast path tests it). NULL is only a
+ * maybe (another thread's block, a full page, a large block, a live block whose second word
+ * happens to begin as its mark does): block_not_held() then decides, with the whole word.
+ * realloc then frees p, once it is copied, by free_held_block() with no second lookup.
  */
 static always_inline struct page *page_held_here(const void *p)
 {
@@ -236,9 +238,9 @@ static always_inline struct page *page_held_here(const void *p)
 	if (owned_entry(p) != key)
 		return NULL;
 	pg = page_of((struct segment *)key, p);
-	if (!block_start(pg, p, pg->fast_limit))
+	if (!block_unmarked_start(pg, p, pg->fast_limit, true))
 		return NULL;
-	return block_freed_reason(p) ? NULL : pg;
+	return pg;
 }
 
 /*
@@ -387,7 +389,10 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 		return NULL;
 	avail = annotate_live_bytes(p, avail); /* with ASan: only what the program was given */
 	memcpy(q, p, size < avail ? size : avail);
-	sefer_free_inline(p);
+	if (likely(pg) && likely(page_fast_open(pg)))
+		free_held_block(pg, p); /* page_held_here() made the free fast path's tests */
+	else
+		sefer_free_inline(p);
 	return q;
 }
 

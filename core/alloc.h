@@ -93,6 +93,25 @@ static always_inline void *sefer_malloc_inline(size_t size)
 	return heap_malloc_inline(heap_get(), size);
 }
 
+/*
+ * The free fast path once its tests passed: b, a carved block start of pg (a page of the
+ * calling thread's, not full) without its free or pending mark, goes back to its page, or to
+ * the heap's policy. realloc's copy path frees its old block through here too, having made
+ * those tests before it copied (page_held_here, page_fast_open).
+ */
+static always_inline void free_held_block(struct page *pg, struct block *b)
+{
+	struct heap *heap = heap_get();
+
+	block_mark_free(b);
+	annotate_block_free(b, pg->block_size);
+	if (policy_small_free(heap, pg, b))
+		return;
+	heap_stat_call(heap, frees);
+	if (page_free_push(pg, b, true))
+		sefer__page_emptied(pg); /* into seg's owner (heap, or first-class) */
+}
+
 static always_inline void sefer_free_inline(void *p)
 {
 	/* The thread's owned-segment cache (heap.h) proves p's segment is mapped and ours;
@@ -108,15 +127,7 @@ static always_inline void sefer_free_inline(void *p)
 		struct block *b = p;
 
 		if (likely(block_fast_freeable(pg, b))) {
-			struct heap *heap = heap_get();
-
-			block_mark_free(b);
-			annotate_block_free(b, pg->block_size);
-			if (policy_small_free(heap, pg, p))
-				return;
-			heap_stat_call(heap, frees);
-			if (page_free_push(pg, b, true))
-				sefer__page_emptied(pg); /* into seg's owner (heap, or first-class) */
+			free_held_block(pg, b);
 			return;
 		}
 	}

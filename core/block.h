@@ -356,6 +356,19 @@ static always_inline bool block_fast_freeable(const struct page *pg, const struc
 	return block_unmarked_start(pg, b, pg->fast_limit, true);
 }
 
+/*
+ * Does pg still pass the page half of block_fast_freeable()? For a block that passed the whole
+ * test before the caller made pg full (realloc mallocs between its test and its free, and the
+ * new block may come from the same page): the block's half (a carved start, no mark) cannot
+ * have changed meanwhile.
+ */
+static always_inline bool page_fast_open(const struct page *pg)
+{
+	if (!IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE))
+		return !pg->flags;
+	return pg->fast_limit != 0;
+}
+
 /* The same for the owner's slow paths, full pages included, with the whole mark. */
 static inline bool block_freeable(const struct page *pg, const struct block *b)
 {

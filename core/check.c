@@ -58,6 +58,9 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 
 	if (nfree + pg->used != pg->reserved)
 		problem(c, "free list + used blocks differ from carved blocks", pg);
+	/* a local free into a full page takes it out of the full queue (page_unfull) */
+	if ((pg->flags & PAGE_FULL) && (pg->free || pg->reserved != pg->capacity))
+		problem(c, "full page with a free or uncarved block", pg);
 #if IS_ENABLED(CONFIG_DEBUG_DOUBLE_FREE)
 	size_t live = 0;
 

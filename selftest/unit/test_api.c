@@ -135,6 +135,34 @@ START_TEST(realloc_keeps_contents)
 END_TEST
 
 /*
+ * realloc's copy frees the old block with the free fast path's tests made before it copied
+ * (core/alloc.c: page_held_here). The copy's malloc may fill the old block's page in between:
+ * a 16-byte block shrunk to 4 bytes is copied into its own class, and when the malloc before
+ * it took the page's last free block, the copy's malloc finds the list empty and moves the
+ * page into the full queue. The old block's free must take it out again (page_fast_open).
+ */
+START_TEST(realloc_copy_into_filled_page)
+{
+	enum { N = 3 * 4096 + 100 };
+	static uint8_t *kept[N];
+
+	for (size_t i = 0; i < N; i++) {
+		uint8_t *p = sefer_malloc(16);
+
+		ck_assert_ptr_nonnull(p);
+		p[0] = (uint8_t)i;
+		kept[i] = sefer_realloc(p, 4);
+		ck_assert_ptr_nonnull(kept[i]);
+		ck_assert_uint_eq(kept[i][0], (uint8_t)i);
+	}
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (size_t i = 0; i < N; i++)
+		sefer_free(kept[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
  * realloc resizes a large block in place where the backend can move pages (the remap op; not
  * with guard pages): growing, the contents stay and no second segment is mapped meanwhile (a
  * copy would map the new block before the old one is freed); shrinking by more than half to a
@@ -546,6 +574,7 @@ Suite *api_suite(void)
 	tcase_add_test(tc, malloc_zero_is_unique);
 	tcase_add_test(tc, usable_slack_is_writable);
 	tcase_add_test(tc, realloc_keeps_contents);
+	tcase_add_test(tc, realloc_copy_into_filled_page);
 	if ((sefer__os.features & SEFER_OS_REMAP) && !IS_ENABLED(CONFIG_GUARD_PAGES))
 		tcase_add_test(tc, realloc_large_moves_pages);
 	tcase_add_test(tc, calloc_zeroes);
