@@ -11,7 +11,11 @@
  * the freeing thread never saw allocated, in runs of BATCH from one producer, the shape of a
  * server whose network threads allocate requests that worker threads retire. The queue holds
  * at most QUEUE_MAX batches (a producer waits while it is full), so the live set and the peak
- * RSS stay bounded whatever the allocator's speed.
+ * RSS stay bounded whatever the allocator's speed. The consumers start once the queue first
+ * holds QUEUE_MAX batches (or the producers are done), so every run, under every allocator,
+ * reaches that live set: the peak RSS is the same live data plus what the allocator holds
+ * besides. Without the fill, whether a run ever filled the queue was up to the scheduler
+ * (runs of one build read 3-5 or 11-12 MiB on the mixed rows: Documentation/benchmarks.rst).
  *
  *   xfer --threads 2 --ratio 1:1 --size 64 --ops 8M [--seed N]
  *
@@ -47,6 +51,7 @@ static struct {
 	pthread_cond_t not_empty, not_full;
 	struct batch *head, *tail;
 	unsigned length;
+	bool filled; /* the queue has held QUEUE_MAX batches: the consumers may take */
 	int producers_left;
 } queue = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -165,17 +170,25 @@ static void queue_put(struct batch *b)
 		qstat_change(1, b->bytes);
 	else
 		queue.length++;
-	pthread_cond_signal(&queue.not_empty);
+	if (queue.filled) {
+		pthread_cond_signal(&queue.not_empty);
+	} else if (queue.length == QUEUE_MAX) {
+		queue.filled = true;
+		pthread_cond_broadcast(&queue.not_empty);
+	}
 	pthread_mutex_unlock(&queue.lock);
 }
 
-/* The oldest batch, or NULL once every producer is done and the queue is empty. */
+/*
+ * The oldest batch, or NULL once every producer is done and the queue is empty. Nothing is
+ * taken before the queue first filled, unless the producers are done.
+ */
 static struct batch *queue_take(void)
 {
 	struct batch *b;
 
 	pthread_mutex_lock(&queue.lock);
-	while (!queue.head && queue.producers_left)
+	while ((!queue.head || !queue.filled) && queue.producers_left)
 		pthread_cond_wait(&queue.not_empty, &queue.lock);
 	b = queue.head;
 	if (b) {
