@@ -66,12 +66,12 @@ static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 
 INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
 {
-	uint64_t bytes = 0, blocks = 0;
+	uint64_t bytes = 0, blocks = 0, tails = 0;
 
 	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;) {
 		struct page *pg = &seg->pages[idx];
 		unsigned span = INUSE_READ(pg->span);
-		uint32_t used, cap;
+		uint32_t used, cap, tail;
 		unsigned bin;
 
 		if (!span) {
@@ -85,6 +85,9 @@ INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct 
 			used = cap;
 		bytes += (uint64_t)used * INUSE_READ(pg->block_size);
 		blocks += used;
+		tail = INUSE_READ(pg->purged_tail); /* not committed (core/purge.c, "span tails") */
+		if (tail && tail < (uint64_t)span << SPAGE_SHIFT)
+			tails += ((uint64_t)span << SPAGE_SHIFT) - tail;
 		if (u->classes && bin < NBINS) {
 			u->classes[bin].spans++;
 			u->classes[bin].blocks += used;
@@ -98,8 +101,9 @@ INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct 
 	u->small_bytes += seg->size;
 	if (u->only)
 		u->committed +=
-			seg->size - ((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
-				     << SPAGE_SHIFT);
+			seg->size - tails -
+			((uint64_t)__builtin_popcountll(INUSE_READ(seg->purged_pages))
+			 << SPAGE_SHIFT);
 	if (u->gen && inuse_is_heap(owner)) {
 		inuse_sample_add(&owner->stats.sample_bytes, u->gen, bytes);
 		inuse_sample_add(&owner->stats.sample_blocks, u->gen, blocks);

@@ -270,12 +270,33 @@ void sefer__purge_span_tails(struct segment_set *set)
 				continue;
 			pg->warm_tail = 0; /* given back, or refused: tried once */
 			if (sefer__os.purge(from, (size_t)(end - from),
-					    IS_ENABLED(CONFIG_PURGE_DONTNEED)))
+					    IS_ENABLED(CONFIG_PURGE_DONTNEED))) {
+				pg->purged_tail = (uint32_t)(from - page_start(pg));
 				bytes += end - from;
+			}
 		}
 	}
-	if (bytes)
+	if (bytes) {
 		stat_add(&sefer__gstats.purged, NULL, bytes);
+		stat_add(&sefer__gstats.committed, NULL, -bytes);
+	}
+}
+
+/*
+ * pg's purged tail, from its start up to `to` (a carve reached it) or whole (to 0: the span
+ * is freed or its segment released), counts committed again. Its owner, or the holder of a
+ * segment no heap owns.
+ */
+void sefer__purge_tail_recommit(struct page *pg, size_t to)
+{
+	size_t end = page_span_bytes(pg), from = pg->purged_tail;
+
+	if (!to || to > end)
+		to = end;
+	if (to <= from)
+		return;
+	stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak, (long long)(to - from));
+	pg->purged_tail = to < end ? (uint32_t)to : 0;
 }
 
 /*

@@ -127,6 +127,8 @@ struct page {
 	uintptr_t start_word; /* the span's first byte, as meta_ptr_hide() stores it: page_start() */
 	uint64_t div_magic;  /* floor(2^64 / block_size) + 1, 0 in an unused slot: block_start() */
 	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */
+	uint32_t purged_tail; /* 0, or the offset in the span from which its tail was purged
+			       * and is not counted committed (core/purge.c, "span tails") */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */

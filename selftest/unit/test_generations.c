@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "core/heap.h"
+#include "core/init.h"
 #include "core/options.h"
 #include "core/purge.h"
 #include "sefer/os.h"
@@ -804,6 +805,127 @@ START_TEST(parked_heap_gives_back_span_tails)
 }
 END_TEST
 
+static uint64_t committed_now(void)
+{
+	struct sefer_stats st;
+
+	sefer_stats_get(&st, sizeof(st));
+	return st.committed;
+}
+
+/*
+ * A purged span tail leaves committed (core/purge.c, "span tails"), a carve into it brings back
+ * what the carve reaches, and the span's free the rest: committed counts the bytes exactly, where
+ * it counted the tail committed while it was given back and drifted by it for the span's life.
+ */
+/* The bytes of set's purged span tails (core/purge.c, "span tails"). */
+static uint64_t purged_tails(struct segment_set *set)
+{
+	uint64_t tails = 0;
+
+	for_each_set_segment(set, seg, false) {
+		struct page *p;
+
+		for_each_span(seg, p, idx)
+			if (p->purged_tail)
+				tails += page_span_bytes(p) - p->purged_tail;
+	}
+	return tails;
+}
+
+static void *tail_committed(void *arg)
+{
+	size_t ps = sefer__os_info.page_size, carved, recarved, span;
+	static void *big[1024], *small[1400];
+	struct segment_set *set;
+	uint64_t c0, c1, c2, segs, tails = 0;
+	struct sefer_stats st;
+	struct page *pg;
+	uint32_t n, k = 0;
+	void *keep = sefer_malloc(16); /* keeps the segment in use when the 1 KiB span goes */
+
+	big[0] = sefer_malloc(TAIL_BIG); /* a fresh span: the thread's heap starts empty */
+	pg = page_of(segment_of(big[0]), big[0]);
+	n = pg->capacity;
+	ck_assert_uint_le(n, 1024);
+	for (uint32_t i = 1; i < n; i++)
+		big[i] = sefer_malloc(TAIL_BIG);
+	for (uint32_t i = 0; i < n; i++)
+		memset(big[i], 9, TAIL_BIG);
+	uint8_t *slot = page_start(pg);
+
+	for (uint32_t i = 0; i < n; i++)
+		sefer_free(big[i]);
+	sefer_collect(false); /* the span goes: its slot is free and dirty */
+	small[k++] = sefer_malloc(TAIL_SMALL);
+	pg = page_of(segment_of(small[0]), small[0]);
+	ck_assert_ptr_eq(page_start(pg), slot);
+	ck_assert(pg->warm_tail);
+	set = &heap_get()->segments; /* the thread's heap, made at its first malloc */
+	span = page_span_bytes(pg);
+
+	c0 = committed_now();
+	sefer__purge_span_tails(set); /* what the heap's parking does */
+	c1 = committed_now();
+	carved = align_up((size_t)pg->reserved * pg->block_size, ps);
+	ck_assert_uint_eq(pg->purged_tail, carved);
+	/* every tail given back leaves committed (the other spans' too, if they took dirty slots) */
+	tails = purged_tails(set);
+	ck_assert_uint_ge(tails, span - carved);
+	ck_assert_uint_eq(c0 - c1, tails);
+
+	/* carve on into the tail: committed takes back what the carve reaches, no more */
+	sefer_stats_get(&st, sizeof(st));
+	segs = st.segments;
+	while (align_up((size_t)pg->reserved * pg->block_size, ps) == carved) {
+		ck_assert_uint_lt(k, 1400);
+		small[k] = sefer_malloc(TAIL_SMALL);
+		ck_assert_ptr_eq(page_of(segment_of(small[k]), small[k]), pg);
+		k++;
+	}
+	recarved = align_up((size_t)pg->reserved * pg->block_size, ps);
+	c2 = committed_now();
+	sefer_stats_get(&st, sizeof(st));
+	ck_assert_uint_eq(st.segments, segs); /* no segment mapped meanwhile */
+	ck_assert_uint_eq(pg->purged_tail, recarved);
+	ck_assert_uint_eq(c2 - c1, recarved - carved);
+
+	/* the span freed: its slot counts committed whole again (dirty), as before the purge; so
+	 * does any other span with a purged tail that emptied meanwhile */
+	for (uint32_t i = 0; i < k; i++)
+		sefer_free(small[i]);
+	sefer_collect(false);
+	ck_assert_uint_eq(pg->span, 0);
+	ck_assert_uint_eq(committed_now(), c0 - purged_tails(set));
+	sefer_free(keep);
+	(void)arg;
+	return NULL;
+}
+
+/*
+ * A purged span tail leaves committed (core/purge.c, "span tails"), a carve into it brings back
+ * what the carve reaches, and the span's free the rest: committed counts the bytes exactly,
+ * where it counted the tail committed while it was given back and drifted by it for the span's
+ * life.
+ */
+START_TEST(purged_span_tail_leaves_committed)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms;
+	pthread_t t;
+
+	/* committed is counted with CONFIG_STATS; only a build that purges gives a tail back;
+	 * POLICY_FASTBIN keeps the last blocks freed, so the 1 KiB span would not empty */
+	if (!IS_ENABLED(CONFIG_STATS) || !IS_ENABLED(CONFIG_DECOMMIT) ||
+	    IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return;
+	sefer__opt.purge_delay_ms = 60000; /* no purge by deadline while the test runs */
+	pthread_create(&t, NULL, tail_committed, NULL);
+	pthread_join(t, NULL);
+	sefer__opt.purge_delay_ms = delay;
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 #define CUR_SIZE 48
 #define CUR_TAKE 400
 static void **cur_v;   /* the exited thread's blocks: cur_n, all live */
@@ -1128,6 +1250,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, parked_purged_after_delay);
 	tcase_add_test(tc, parked_heap_gives_back_span_tails);
+	tcase_add_test(tc, purged_span_tail_leaves_committed);
 	tcase_add_test(tc, partial_pages_taken_over);
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
 	tcase_add_test(tc, handoff_bounded_by_next_use);
