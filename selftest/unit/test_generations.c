@@ -702,13 +702,20 @@ static void *tail_keep, *tail_small;
 static uint8_t *tail_start; /* the slot both spans took */
 static size_t tail_bytes;   /* the small span's bytes (the big one held them all) */
 
-static void *leave_span_tail(void *arg)
+/*
+ * In the calling thread's heap (fresh: its first blocks are these), a 1 KiB span filled, every
+ * OS page written, and freed, then a span of TAIL_SMALL blocks over the same dirty slot: the
+ * latter's descriptor, its first block in *small, a 16-byte block that keeps the segment in use
+ * in *keep, and the 1 KiB span's bytes in *big_bytes.
+ */
+static struct page *span_over_dirty_slot(void **keep, void **small, size_t *big_bytes)
 {
 	static void *big[1024];
 	struct page *pg;
+	uint8_t *slot;
 	uint32_t n;
 
-	tail_keep = sefer_malloc(16); /* keeps the segment in use when the 1 KiB span goes */
+	*keep = sefer_malloc(16); /* keeps the segment in use when the 1 KiB span goes */
 	big[0] = sefer_malloc(TAIL_BIG); /* a fresh span: the heap starts empty */
 	pg = page_of(segment_of(big[0]), big[0]);
 	n = pg->capacity;
@@ -717,17 +724,25 @@ static void *leave_span_tail(void *arg)
 		big[i] = sefer_malloc(TAIL_BIG);
 	for (uint32_t i = 0; i < n; i++)
 		memset(big[i], 9, TAIL_BIG); /* blocks 1 KiB apart: every OS page of the span */
-	tail_start = page_start(pg);
-	tail_bytes = page_span_bytes(pg);
+	slot = page_start(pg);
+	*big_bytes = page_span_bytes(pg);
 	ck_assert_uint_eq(pg->reserved, pg->capacity); /* all carved, all ours */
 	for (uint32_t i = 0; i < n; i++)
 		sefer_free(big[i]);
 	sefer_collect(false); /* the empty span goes: its slots are free and dirty */
-	tail_small = sefer_malloc(TAIL_SMALL); /* a class with no page yet: a new span */
-	memset(tail_small, 4, TAIL_SMALL);
-	pg = page_of(segment_of(tail_small), tail_small);
-	ck_assert_ptr_eq(page_start(pg), tail_start); /* it took the dirty slot */
+	*small = sefer_malloc(TAIL_SMALL); /* a class with no page yet: a new span */
+	memset(*small, 4, TAIL_SMALL);
+	pg = page_of(segment_of(*small), *small);
+	ck_assert_ptr_eq(page_start(pg), slot); /* it took the dirty slot */
 	ck_assert(pg->warm_tail);
+	return pg;
+}
+
+static void *leave_span_tail(void *arg)
+{
+	struct page *pg = span_over_dirty_slot(&tail_keep, &tail_small, &tail_bytes);
+
+	tail_start = page_start(pg);
 	if (page_span_bytes(pg) < tail_bytes)
 		tail_bytes = page_span_bytes(pg);
 #ifdef __linux__
@@ -835,32 +850,16 @@ static uint64_t purged_tails(struct segment_set *set)
 
 static void *tail_committed(void *arg)
 {
-	size_t ps = sefer__os_info.page_size, carved, recarved, span;
-	static void *big[1024], *small[1400];
+	size_t ps = sefer__os_info.page_size, carved, recarved, span, big_bytes;
+	static void *small[1400];
 	struct segment_set *set;
 	uint64_t c0, c1, c2, segs, tails = 0;
 	struct sefer_stats st;
 	struct page *pg;
-	uint32_t n, k = 0;
-	void *keep = sefer_malloc(16); /* keeps the segment in use when the 1 KiB span goes */
+	uint32_t k = 1;
+	void *keep;
 
-	big[0] = sefer_malloc(TAIL_BIG); /* a fresh span: the thread's heap starts empty */
-	pg = page_of(segment_of(big[0]), big[0]);
-	n = pg->capacity;
-	ck_assert_uint_le(n, 1024);
-	for (uint32_t i = 1; i < n; i++)
-		big[i] = sefer_malloc(TAIL_BIG);
-	for (uint32_t i = 0; i < n; i++)
-		memset(big[i], 9, TAIL_BIG);
-	uint8_t *slot = page_start(pg);
-
-	for (uint32_t i = 0; i < n; i++)
-		sefer_free(big[i]);
-	sefer_collect(false); /* the span goes: its slot is free and dirty */
-	small[k++] = sefer_malloc(TAIL_SMALL);
-	pg = page_of(segment_of(small[0]), small[0]);
-	ck_assert_ptr_eq(page_start(pg), slot);
-	ck_assert(pg->warm_tail);
+	pg = span_over_dirty_slot(&keep, &small[0], &big_bytes);
 	set = &heap_get()->segments; /* the thread's heap, made at its first malloc */
 	span = page_span_bytes(pg);
 
