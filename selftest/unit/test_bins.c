@@ -21,7 +21,8 @@ START_TEST(every_size_fits)
 			  (size > 128 ? bs - size <= size / 4 : bs - (size ? size : 1) < 16);
 
 		if (!ok)
-			ck_abort_msg("size %zu -> bin %u (%zu bytes) breaks the bin rules", size, bin, bs);
+			ck_abort_msg("size %zu -> bin %u (%zu bytes) breaks the bin rules", size,
+				     bin, bs);
 		prev = bin;
 	}
 	ck_assert_uint_eq(prev, NBINS - 1); /* every bin is some size's */
@@ -35,8 +36,9 @@ START_TEST(class_layout)
 		unsigned bin;
 		size_t bs;
 	} at[] = {
-		{ 1, 16 },    { 8, 128 },   { 9, 160 },	  { 12, 256 },	{ 13, 320 },  { 16, 512 },
-		{ 17, 640 },  { 20, 1024 }, { 21, 1280 }, { 24, 2048 }, { 48, (size_t)128 << 10 },
+		{ 1, 16 },    { 8, 128 },   { 9, 160 },   { 12, 256 }, { 13, 320 },
+		{ 16, 512 },  { 17, 640 },  { 20, 1024 }, { 21, 1280 }, { 24, 2048 },
+		{ 48, (size_t)128 << 10 },
 	};
 
 	ck_assert_uint_eq(bin_index(DIRECT_MAX), 20);
