@@ -13,13 +13,40 @@ START_TEST(every_size_fits)
 		unsigned bin = bin_index(size);
 		size_t bs = bin_block_size(bin);
 
+		/* Its class is the smallest that holds it: the bin below holds less than size. */
+		bool tight = bin == 1 || bin_block_size(bin - 1) < size;
 		/* Waste: 16-byte steps up to 128 B, then at most 25% of the request. */
-		bool ok = bin >= 1 && bin < NBINS && bs >= size && bs % 16 == 0 && bin >= prev &&
+		bool ok = bin >= 1 && bin < NBINS && bs >= size && bs % 16 == 0 && tight &&
+			  (bin == prev || bin == prev + 1) &&
 			  (size > 128 ? bs - size <= size / 4 : bs - (size ? size : 1) < 16);
 
 		if (!ok)
-			ck_abort_msg("size %zu -> bin %u (%zu bytes) breaks the bin rules", size, bin, bs);
+			ck_abort_msg("size %zu -> bin %u (%zu bytes) breaks the bin rules", size,
+				     bin, bs);
 		prev = bin;
+	}
+	ck_assert_uint_eq(prev, NBINS - 1); /* every bin is some size's */
+}
+END_TEST
+
+/* The layout bins.h describes: where the steps change, and the classes around each change. */
+START_TEST(class_layout)
+{
+	static const struct {
+		unsigned bin;
+		size_t bs;
+	} at[] = {
+		{ 1, 16 },    { 8, 128 },   { 9, 160 },   { 12, 256 }, { 13, 320 },
+		{ 16, 512 },  { 17, 640 },  { 20, 1024 }, { 21, 1280 }, { 24, 2048 },
+		{ 48, (size_t)128 << 10 },
+	};
+
+	ck_assert_uint_eq(bin_index(DIRECT_MAX), 20);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		ck_assert_uint_eq(bin_block_size(at[i].bin), at[i].bs);
+		ck_assert_uint_eq(bin_index(at[i].bs), at[i].bin);
+		if (at[i].bs < SMALL_MAX)
+			ck_assert_uint_eq(bin_index(at[i].bs + 1), at[i].bin + 1);
 	}
 }
 END_TEST
@@ -174,6 +201,7 @@ Suite *bins_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, every_size_fits);
+	tcase_add_test(tc, class_layout);
 	tcase_add_test(tc, classes_round_trip);
 	tcase_add_test(tc, large_sizes_use_segments);
 	tcase_add_test(tc, block_start_exact);
