@@ -390,7 +390,7 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 	avail = annotate_live_bytes(p, avail); /* with ASan: only what the program was given */
 	memcpy(q, p, size < avail ? size : avail);
 	if (likely(pg) && likely(page_fast_open(pg)))
-		free_held_block(pg, p); /* page_held_here() made the free fast path's tests */
+		free_held_block(pg, p, true); /* page_held_here() made the free fast path's tests */
 	else
 		sefer_free_inline(p);
 	return q;

@@ -442,6 +442,62 @@ START_TEST(borrow_from_larger_class)
 }
 END_TEST
 
+/*
+ * realloc's copy tests inline whether the old block's emptied page is the first of its bin
+ * queue (core/alloc.h: free_held_block's first_test), where page_retire() would leave it. A
+ * page that is not the first must still be retired: to the front of the queue, the best one
+ * to allocate from next. Page a fills, b serves the next block, a gets blocks back (to the
+ * back of the queue, behind b) but one, which realloc moves to another class.
+ */
+#define RETIRE_SIZE 720 /* a direct-table class no other test here uses */
+
+static void *realloc_copy_retire(void *arg)
+{
+	enum { N = 4096 };
+	static void *held[N];
+	struct page *a, *b;
+	size_t n;
+	void *q, *r;
+
+	(void)arg;
+	held[0] = sefer_malloc(RETIRE_SIZE);
+	ck_assert_ptr_nonnull(held[0]);
+	a = page_of(segment_of(held[0]), held[0]);
+	for (n = 1; n < N; n++) {
+		held[n] = sefer_malloc(RETIRE_SIZE);
+		ck_assert_ptr_nonnull(held[n]);
+		if (page_of(segment_of(held[n]), held[n]) != a)
+			break;
+	}
+	ck_assert_uint_lt(n, N);
+	b = page_of(segment_of(held[n]), held[n]);
+	for (size_t i = 1; i < n; i++)
+		sefer_free(held[i]);
+	ck_assert_ptr_eq(heap_get()->bins[a->bin].first, b);
+	memset(held[0], 0x5a, RETIRE_SIZE);
+	q = sefer_realloc(held[0], 4 * RETIRE_SIZE);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_eq(((uint8_t *)q)[RETIRE_SIZE - 1], 0x5a);
+	ck_assert_uint_eq(a->used, 0);
+	ck_assert_ptr_eq(heap_get()->bins[a->bin].first, a);
+	r = sefer_malloc(RETIRE_SIZE);
+	ck_assert_ptr_eq(page_of(segment_of(r), r), a);
+	sefer_free(r);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	sefer_free(q);
+	sefer_free(held[n]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(realloc_copy_retires_a_page_behind)
+{
+	if (policy_keeps_small_blocks())
+		return; /* a magazine keeps the freed block: the page does not empty */
+	in_fresh_heap(realloc_copy_retire);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -456,6 +512,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, fresh_page_first_free_opens_fast_path);
 	tcase_add_test(tc, abandoned_pages_count_live);
 	tcase_add_test(tc, borrow_from_larger_class);
+	tcase_add_test(tc, realloc_copy_retires_a_page_behind);
 	suite_add_tcase(s, tc);
 	return s;
 }
