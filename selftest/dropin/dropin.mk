@@ -56,8 +56,9 @@ ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE)$(CONFIG_MALLOC_FACE),y""y)
 check-targets += check-face check-cxx
 test-bins: $(dropin-dir)/hottrace.so
 # check-warnings runs check-hot-text.sh against its clang build of this configuration too
-hot-text-clang = bash $(srctree)/selftest/dropin/check-hot-text.sh $(objtree)/warn-clang/libsefer.so \
-	$(objtree)/warn-clang/selftest/dropin/hottrace.so $(objtree)/warn-clang "check-warnings (clang)"
+hot-text-clang = bash $(srctree)/selftest/dropin/check-hot-text.sh \
+	$(objtree)/warn-clang/libsefer.so $(objtree)/warn-clang/selftest/dropin/hottrace.so \
+	$(objtree)/warn-clang check-warnings clang
 endif
 check-face: $(shared-lib) $(dropin-dir)/face $(dropin-dir)/hottrace.so dropin-hardened
 	$(Q)bash $(srctree)/selftest/dropin/check-face.sh $(dropin-dir)/face $(shared-lib) \

@@ -26,14 +26,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PAGE 4096UL
 #define MAX_RANGES 16
 
 static struct {
 	uintptr_t start, end;
 } ranges[MAX_RANGES];
 static int nr_ranges;
-static uintptr_t lib_base;
+static uintptr_t lib_base, page_size;
 static int out_fd = -1;
 static char maps[1 << 18];
 
@@ -70,7 +69,8 @@ static void on_fault(int sig, siginfo_t *info, void *context)
 	for (i = 0; i < nr_ranges; i++) {
 		if (addr >= ranges[i].start && addr < ranges[i].end) {
 			put("ran", addr - lib_base);
-			mprotect((void *)(addr & ~(PAGE - 1)), PAGE, PROT_READ | PROT_EXEC);
+			mprotect((void *)(addr & ~(page_size - 1)), page_size,
+				 PROT_READ | PROT_EXEC);
 			return;
 		}
 	}
@@ -146,9 +146,9 @@ static void put_mapped(void)
 	if (fd < 0)
 		return;
 	for (i = 0; i < nr_ranges; i++)
-		for (page = ranges[i].start; page < ranges[i].end; page += PAGE)
-			if (pread(fd, &entry, sizeof(entry), (off_t)(page / PAGE * sizeof(entry))) ==
-				    sizeof(entry) &&
+		for (page = ranges[i].start; page < ranges[i].end; page += page_size)
+			if (pread(fd, &entry, sizeof(entry),
+				  (off_t)(page / page_size * sizeof(entry))) == sizeof(entry) &&
 			    (entry >> 63))
 				put("before", page - lib_base);
 	close(fd);
@@ -160,6 +160,7 @@ __attribute__((constructor)) static void hottrace_start(void)
 	struct sigaction sa;
 	int i;
 
+	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 	if (!lib || !out || read_maps(lib))
 		return;
 	out_fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
