@@ -328,7 +328,8 @@ endif
 # and the rest of the profile, so a small program maps only the first. The C runtime's _fini, an
 # empty function in .fini after the whole text, is not called at exit: -fini names a symbol that
 # does not exist, so there is no DT_FINI (destructors still run from .fini_array). make
-# check-face checks that cat maps only the first.
+# check-face checks that cat maps only the first, and names the functions that ran past it when
+# it does not (selftest/dropin/check-hot-text.sh); make check-warnings checks its clang build.
 ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
 so-hot-lds := $(srctree)/core/libsefer-hot.lds
@@ -448,7 +449,7 @@ Test targets (make check runs every group this configuration enables):
   check-config      - Build system: defconfig round trips, strict Kconfig, menuconfig,
                       config targets, incremental builds, this help
   check-kconfig-doc - Documentation/kconfig.rst's option reference matches the Kconfig help
-  check-warnings    - gcc and clang builds with -Werror
+  check-warnings    - gcc and clang builds with -Werror; clang's library maps only its core text
   check-sparse      - make C=2 in seven Linux configurations; fails on any sparse warning
   check-config-linux_min, check-config-hardened, check-config-small_segments
                     - Unit suites and stress test in alternate configurations

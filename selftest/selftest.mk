@@ -206,13 +206,16 @@ check-kconfig-doc:
 	$(Q)$(kconfig-doc) check $(srctree)/Documentation/kconfig.rst
 .PHONY: kconfig-doc check-kconfig-doc
 
-# ---- warning-free under gcc and clang (-Wall -Wextra plus the project's warnings, as errors)
+# ---- warning-free under gcc and clang (-Wall -Wextra plus the project's warnings, as errors);
+# then what text the clang library maps under a small program, as check-face asserts for the
+# configured one (hot-text-clang, selftest/dropin/dropin.mk)
 check-targets += check-warnings
 check-warnings:
 	$(Q)for cc in gcc clang; do \
 		mkdir -p $(objtree)/warn-$$cc && cp $(KCONFIG_CONFIG) $(objtree)/warn-$$cc/.config && \
 		$(MAKE) -f $(srctree)/Makefile O=$(objtree)/warn-$$cc CC=$$cc EXTRA_CFLAGS=-Werror \
 			all test-bins decommit-tools >/dev/null || exit 1; echo "ok   $$cc: no warnings"; done
+	$(if $(hot-text-clang),$(Q)$(hot-text-clang))
 
 # ---- sparse (make C=2, Documentation/debugging.rst): the library sources of this configuration
 # and of the other Linux ones (the alternate defconfigs, allyesconfig, the C11 registry, and

@@ -3,12 +3,13 @@
 # make check-face: selftest/dropin/face.c under LD_PRELOAD, against the configured library and
 # its CONFIG_HARDENED twin; each misuse must be reported and end the process as documented.
 #
-#   check-face.sh <face> <libsefer.so> <hardened libsefer.so> <workdir>
+#   check-face.sh <face> <libsefer.so> <hardened libsefer.so> <workdir> <hottrace.so>
 set -uo pipefail
 face=$1
 lib=$2
 hard=$3
 work=$4
+tracer=$5
 fail=0
 bad() { echo "check-face: FAIL: $*"; fail=1; }
 
@@ -53,42 +54,9 @@ run "$hard" sized-bad 134 'free_sized of 0x[0-9a-f]+ \(size 4000 does not match'
 run "$hard" aligned-bad 134 'free_aligned_sized of 0x[0-9a-f]+ \(alignment 4194304: the block'
 [ $fail -eq 0 ] && echo "ok   glibc and C23 names, mallinfo, mallopt, malloc_info, alignments"
 
-# The code a program that mallocs runs is a text segment of its own, the first (the functions
-# core/libsefer-hot.lds lists under .text.sefer_core), the rest of the profile another, and the
-# rest of the text a third: the kernel's fault-around (64 KiB windows of the file's cached pages)
-# stops at a mapping's end, so a program that runs none of a mapping leaves it unmapped. cat
-# reads its own smaps while it runs, under sefer: every r-xp mapping of the library but the first
-# must have an Rss of 0 (it fails against a list without malloc, with a hole of the linker script
-# removed, or with sefer__malloc_slow moved out of the core list).
-text=$(LD_PRELOAD=$lib cat /proc/self/smaps | /usr/bin/python3 -c '
-import sys
-lib, maps, cur = sys.argv[1], [], None
-for l in sys.stdin:
-    w = l.split()
-    if len(w) >= 6 and "-" in w[0] and len(w[1]) == 4:
-        cur = None
-        if w[1] == "r-xp" and w[-1].endswith("/" + lib):
-            a, b = (int(x, 16) for x in w[0].split("-"))
-            cur = [(b - a) // 1024, None]
-            maps.append(cur)
-    elif cur is not None and w and w[0] == "Rss:":
-        cur[1] = int(w[1])
-print(" ".join("%d:%d" % (m[1], m[0]) for m in maps))' "$(basename "$lib")")
-read -r -a textmaps <<<"$text"
-resident=0
-for m in "${textmaps[@]:1}"; do
-	[ "${m%%:*}" -ne 0 ] && resident=1
-done
-if [ "${#textmaps[@]}" -lt 3 ]; then
-	bad "libsefer.so's text is ${#textmaps[@]} mapping(s) (${text:-none}), not the core," \
-		"the rest of the hot text and the cold text"
-elif [ $resident -ne 0 ]; then
-	bad "libsefer.so's text past the core is resident (Rss:size KiB, $text): code the core" \
-		"list lacks ran"
-else
-	echo "ok   a program under sefer maps ${textmaps[0]/:/ of } KiB of core text and none of" \
-		"the other text mappings (Rss:size KiB, $text)"
-fi
+# The text a small program maps: the core's alone (check-hot-text.sh, which names what ran past
+# it when that fails).
+bash "$(dirname "$0")/check-hot-text.sh" "$lib" "$tracer" "$work" check-face || fail=1
 
 # The .bss variables a process writes at start-up share .data's last page (resident anyway): the
 # segment table, 4 MiB of .bss, is linked after them (so-bss-last, Makefile). Under cat, the

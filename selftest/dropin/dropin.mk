@@ -23,6 +23,13 @@ $(dropin-dir)/face: $(srctree)/selftest/dropin/face.c
 	$(quiet) CC selftest/dropin/face
 	$(Q)$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -ldl -pthread
 
+# check-hot-text.sh's tracer (preloaded when a small program maps text past the core); a test
+# binary, so that check-warnings builds it with -Werror under gcc and clang
+$(dropin-dir)/hottrace.so: $(srctree)/selftest/dropin/hottrace.c
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/dropin/hottrace.so
+	$(Q)$(CC) -std=gnu11 -O2 -g -shared -fPIC $(WARN) $(EXTRA_CFLAGS) -o $@ $<
+
 # the same C++ source three ways: preloaded, linked to libsefer.so, linked to libsefer.a
 $(dropin-dir)/cxx-preload: $(srctree)/selftest/dropin/cxx.cc
 	$(Q)mkdir -p $(dir $@)
@@ -47,10 +54,15 @@ dropin-hardened:
 
 ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE)$(CONFIG_MALLOC_FACE),y""y)
 check-targets += check-face check-cxx
+test-bins: $(dropin-dir)/hottrace.so
+# check-warnings runs check-hot-text.sh against its clang build of this configuration too
+hot-text-clang = bash $(srctree)/selftest/dropin/check-hot-text.sh \
+	$(objtree)/warn-clang/libsefer.so $(objtree)/warn-clang/selftest/dropin/hottrace.so \
+	$(objtree)/warn-clang check-warnings clang
 endif
-check-face: $(shared-lib) $(dropin-dir)/face dropin-hardened
+check-face: $(shared-lib) $(dropin-dir)/face $(dropin-dir)/hottrace.so dropin-hardened
 	$(Q)bash $(srctree)/selftest/dropin/check-face.sh $(dropin-dir)/face $(shared-lib) \
-		$(dropin-hard)/libsefer.so $(dropin-dir)
+		$(dropin-hard)/libsefer.so $(dropin-dir) $(dropin-dir)/hottrace.so
 
 check-cxx: $(shared-lib) dropin-hardened $(addprefix $(dropin-dir)/cxx-,preload linked static)
 	$(Q)bash $(srctree)/selftest/dropin/check-cxx.sh $(dropin-dir) $(shared-lib) \
