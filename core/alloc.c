@@ -225,10 +225,12 @@ static bool block_of_heap(struct heap *heap, const void *p)
 /*
  * The page of p when p is a block the calling thread's heaps hold, by the free fast path's
  * tests: its segment in the owned cache, a carved block start of a page that is not full, no
- * free or pending mark (its first two bytes, as the free fast path tests it). NULL is only a
- * maybe (another thread's block, a full page, a large block, a live block whose second word
- * happens to begin as its mark does): block_not_held() then decides, with the whole word.
- * realloc then frees p, once it is copied, by free_held_block() with no second lookup.
+ * free or pending mark. NULL is only a maybe (another thread's block, a full page, a large
+ * block): block_not_held() then decides. realloc then frees p, once it is copied, by
+ * free_held_block() with no second lookup. The mark is peeked at (block_freed), not opened
+ * and closed as the free paths' accessors do: p may be live, and closing its first granule
+ * would hide the block's first 16 bytes from the copy and from the program under ASan and
+ * memcheck (core/annotate.h).
  */
 static always_inline struct page *page_held_here(const void *p)
 {
@@ -238,7 +240,7 @@ static always_inline struct page *page_held_here(const void *p)
 	if (owned_entry(p) != key)
 		return NULL;
 	pg = page_of((struct segment *)key, p);
-	if (!block_unmarked_start(pg, p, pg->fast_limit, true))
+	if (!block_start(pg, p, pg->fast_limit) || block_freed(p))
 		return NULL;
 	return pg;
 }

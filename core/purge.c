@@ -269,8 +269,11 @@ void sefer__purge_span_tails(struct segment_set *set)
 			if (!pg->warm_tail || from + TAIL_MIN > end || pg->capacity < TAIL_MIN_BLOCKS)
 				continue;
 			pg->warm_tail = 0; /* given back, or refused: tried once */
+			/* a lazy purge (MADV_FREE) returns false and gives the memory back all the
+			 * same, as purge_slots() counts it; an eager one that returns false failed */
 			if (sefer__os.purge(from, (size_t)(end - from),
-					    IS_ENABLED(CONFIG_PURGE_DONTNEED))) {
+					    IS_ENABLED(CONFIG_PURGE_DONTNEED)) ||
+			    !IS_ENABLED(CONFIG_PURGE_DONTNEED)) {
 				pg->purged_tail = (uint32_t)(from - page_start(pg));
 				bytes += end - from;
 			}
