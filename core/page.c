@@ -22,7 +22,6 @@
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/heaps.h"
-#include "core/init.h" /* sefer__os_info: page_extend's recommit of a purged tail */
 #include "core/lock.h"
 #include "core/options.h"
 #include "core/purge.h"
@@ -182,7 +181,7 @@ static void page_extend(struct heap *heap, struct page *pg)
 	pg->reserved += n;
 	pg->fast_limit = page_fast_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
-	page_tail_recommit(pg, align_up((size_t)pg->reserved * bs, sefer__os_info.page_size));
+	page_tail_recommit(pg, false); /* the carve may reach into a purged tail */
 }
 
 static void page_init(struct heap *heap, struct page *pg, unsigned bin)

@@ -251,9 +251,14 @@ uint64_t sefer__purge_delay(const struct segment_set *set)
 #define TAIL_MIN ((size_t)16 << 10)
 #define TAIL_MIN_BLOCKS 256
 
+/* The bytes of pg's span from its start to the first OS page no carved block touches. */
+static size_t span_carved_bytes(const struct page *pg)
+{
+	return align_up((size_t)pg->reserved * pg->block_size, sefer__os_info.page_size);
+}
+
 void sefer__purge_span_tails(struct segment_set *set)
 {
-	size_t ps = sefer__os_info.page_size;
 	int64_t bytes = 0;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || delay_is_never(sefer__purge_delay(NULL)))
@@ -262,8 +267,7 @@ void sefer__purge_span_tails(struct segment_set *set)
 		struct page *pg;
 
 		for_each_span(seg, pg, idx) {
-			uint8_t *from = page_start(pg) +
-					align_up((size_t)pg->reserved * pg->block_size, ps);
+			uint8_t *from = page_start(pg) + span_carved_bytes(pg);
 			uint8_t *end = page_start(pg) + page_span_bytes(pg);
 
 			if (!pg->warm_tail || from + TAIL_MIN > end || pg->capacity < TAIL_MIN_BLOCKS)
@@ -286,16 +290,16 @@ void sefer__purge_span_tails(struct segment_set *set)
 }
 
 /*
- * pg's purged tail, from its start up to `to` (a carve reached it) or whole (to 0: the span
- * is freed or its segment released), counts committed again. Its owner, or the holder of a
- * segment no heap owns.
+ * pg's purged tail counts committed again: whole (the span is freed or its segment released),
+ * or up to where its carved blocks now reach (a carve went into it). Its owner, or the holder
+ * of a segment no heap owns.
  */
-void sefer__purge_tail_recommit(struct page *pg, size_t to)
+void sefer__purge_tail_recommit(struct page *pg, bool whole)
 {
-	size_t end = page_span_bytes(pg), from = pg->purged_tail;
+	size_t end = page_span_bytes(pg), from = pg->purged_tail, to = end;
 
-	if (!to || to > end)
-		to = end;
+	if (!whole && span_carved_bytes(pg) < end)
+		to = span_carved_bytes(pg);
 	if (to <= from)
 		return;
 	stat_add(&sefer__gstats.committed, &sefer__gstats.committed_peak, (long long)(to - from));

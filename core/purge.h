@@ -30,17 +30,7 @@ SEFER_INTERNAL void sefer__purge_schedule(struct segment_set *set, struct segmen
 SEFER_INTERNAL void sefer__segment_purge(struct segment_set *set, struct segment *seg,
 					 uint64_t now, bool force);
 SEFER_INTERNAL void sefer__purge_span_tails(struct segment_set *set);
-SEFER_INTERNAL void sefer__purge_tail_recommit(struct page *pg, size_t to);
-
-/*
- * pg's purged tail (if it has one) counts committed again, up to offset `to` in the span, or
- * whole with 0: a carve that reached it, the span freed, its segment released.
- */
-static always_inline void page_tail_recommit(struct page *pg, size_t to)
-{
-	if (IS_ENABLED(CONFIG_DECOMMIT) && unlikely(pg->purged_tail))
-		sefer__purge_tail_recommit(pg, to);
-}
+SEFER_INTERNAL void sefer__purge_tail_recommit(struct page *pg, bool whole);
 SEFER_INTERNAL void sefer__purge_set(struct segment_set *set, uint64_t now, bool force);
 SEFER_INTERNAL void sefer__purge_pass(struct segment_set *set, bool force, bool took_span);
 SEFER_INTERNAL void sefer__purge_calm(struct segment_set *set, uint64_t now);
@@ -62,6 +52,16 @@ SEFER_INTERNAL void sefer__purge_handoff_used(struct segment *seg, uint64_t bits
 static inline bool purge_pending(const struct segment_set *set)
 {
 	return set->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+}
+
+/*
+ * pg's purged tail, if it has one (core/purge.c, "span tails"), counts committed again: whole
+ * when the span is freed or its segment released, else up to where a carve now reaches.
+ */
+static always_inline void page_tail_recommit(struct page *pg, bool whole)
+{
+	if (IS_ENABLED(CONFIG_DECOMMIT) && unlikely(pg->purged_tail))
+		sefer__purge_tail_recommit(pg, whole);
 }
 
 #endif

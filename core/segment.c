@@ -183,7 +183,7 @@ void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t de
 
 	/* a span's slots, all in use: not freed twice, nor a descriptor that heads no span */
 	sefer_assert(n && !(seg->free_pages & bits) && seg->used_pages >= n);
-	page_tail_recommit(pg, 0); /* the slots count committed whole while dirty */
+	page_tail_recommit(pg, true); /* the slots count committed whole while dirty */
 	sefer__purge_slots_freed(seg, bits, delay);
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
@@ -222,12 +222,6 @@ void sefer__segment_free(struct segment_set *set, struct segment *seg)
 
 void sefer__segment_release(struct segment *seg)
 {
-	if (seg->kind == SEG_SMALL && seg->used_pages) { /* spans left (sefer__segment_drop) */
-		struct page *pg;
-
-		for_each_span(seg, pg, idx)
-			page_tail_recommit(pg, 0); /* then its slots are subtracted whole */
-	}
 	sefer__segment_unpublish(seg);
 	stat_add(&sefer__gstats.segments, NULL, -1);
 	stat_add(&sefer__gstats.committed, NULL,

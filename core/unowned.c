@@ -177,6 +177,9 @@ void sefer__segment_drop(struct segment *seg)
 	owned_forget(seg);
 	annotate_segment_drop(seg);
 	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
+		/* released with its spans: its slots leave committed whole, tails included */
+		for_each_span(seg, pg, idx)
+			page_tail_recommit(pg, true);
 		sefer__segment_release(seg);
 		return;
 	}
