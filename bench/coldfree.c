@@ -35,23 +35,15 @@ static void worker(struct worker *w)
 {
 	const struct cold *c = w->arg;
 	size_t size = w->o->size, n = c->blocks;
-	void **slot = malloc(n * sizeof(*slot));
-	uint32_t *order = malloc(n * sizeof(*order));
+	void **slot = xmalloc(n * sizeof(*slot));
+	uint32_t *order = xmalloc(n * sizeof(*order));
 	uint64_t ops = 0, sum = 0;
 	struct rng r;
 
-	if (!slot || !order) {
-		fprintf(stderr, "coldfree: out of memory\n");
-		exit(1);
-	}
 	rng_init(&r, w->o->seed, (uint64_t)w->idx);
 	for (uint64_t round = 0; round < w->o->ops && !bench_expired(w); round++) {
 		for (size_t i = 0; i < n; i++) {
-			slot[i] = malloc(size);
-			if (!slot[i]) {
-				fprintf(stderr, "coldfree: out of memory\n");
-				exit(1);
-			}
+			slot[i] = xmalloc(size);
 			((volatile char *)slot[i])[size - 1] = (char)i;
 			order[i] = (uint32_t)i;
 		}

@@ -828,11 +828,6 @@ static uint64_t committed_now(void)
 	return st.committed;
 }
 
-/*
- * A purged span tail leaves committed (core/purge.c, "span tails"), a carve into it brings back
- * what the carve reaches, and the span's free the rest: committed counts the bytes exactly, where
- * it counted the tail committed while it was given back and drifted by it for the span's life.
- */
 /* The bytes of set's purged span tails (core/purge.c, "span tails"). */
 static uint64_t purged_tails(struct segment_set *set)
 {
@@ -848,12 +843,18 @@ static uint64_t purged_tails(struct segment_set *set)
 	return tails;
 }
 
+/* The bytes of pg's span up to the first OS page none of its carved blocks touches. */
+static size_t carved_bytes(const struct page *pg)
+{
+	return align_up((size_t)pg->reserved * pg->block_size, sefer__os_info.page_size);
+}
+
 static void *tail_committed(void *arg)
 {
-	size_t ps = sefer__os_info.page_size, carved, recarved, span, big_bytes;
+	size_t carved, recarved, span, big_bytes;
 	static void *small[1400];
 	struct segment_set *set;
-	uint64_t c0, c1, c2, segs, tails = 0;
+	uint64_t c0, c1, c2, segs, tails;
 	struct sefer_stats st;
 	struct page *pg;
 	uint32_t k = 1;
@@ -866,7 +867,7 @@ static void *tail_committed(void *arg)
 	c0 = committed_now();
 	sefer__purge_span_tails(set); /* what the heap's parking does */
 	c1 = committed_now();
-	carved = align_up((size_t)pg->reserved * pg->block_size, ps);
+	carved = carved_bytes(pg);
 	ck_assert_uint_eq(pg->purged_tail, carved);
 	/* every tail given back leaves committed (the other spans' too, if they took dirty slots) */
 	tails = purged_tails(set);
@@ -876,13 +877,13 @@ static void *tail_committed(void *arg)
 	/* carve on into the tail: committed takes back what the carve reaches, no more */
 	sefer_stats_get(&st, sizeof(st));
 	segs = st.segments;
-	while (align_up((size_t)pg->reserved * pg->block_size, ps) == carved) {
+	while (carved_bytes(pg) == carved) {
 		ck_assert_uint_lt(k, 1400);
 		small[k] = sefer_malloc(TAIL_SMALL);
 		ck_assert_ptr_eq(page_of(segment_of(small[k]), small[k]), pg);
 		k++;
 	}
-	recarved = align_up((size_t)pg->reserved * pg->block_size, ps);
+	recarved = carved_bytes(pg);
 	c2 = committed_now();
 	sefer_stats_get(&st, sizeof(st));
 	ck_assert_uint_eq(st.segments, segs); /* no segment mapped meanwhile */
