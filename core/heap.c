@@ -52,12 +52,16 @@ static atomic_int heaps_live; /* heaps of running threads */
 static struct heap *parked;
 static unsigned nparked; /* written under pool_lock, read without it as a hint */
 
-/* Slot s of heap's direct table, and of the caller's copy while heap is its default (heap.h). */
-static void heap_direct_set(struct heap *heap, size_t s, struct page *pg)
+/* Slots lo..hi of heap's direct table, and of the caller's copy while heap is its default. */
+static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page *pg)
 {
-	heap->direct[s] = pg;
-	if (heap == sefer__heap)
-		sefer__direct[s] = pg;
+	struct page **copy = heap == sefer__heap ? sefer__direct : NULL;
+
+	for (size_t s = lo; s <= hi; s++) {
+		heap->direct[s] = pg;
+		if (copy)
+			copy[s] = pg;
+	}
 }
 
 /* heap becomes the calling thread's default heap (or &heap_empty: none), its table copied. */
@@ -69,8 +73,7 @@ static void heap_attach(struct heap *heap)
 
 void sefer__heap_reset(struct heap *heap)
 {
-	for (size_t i = 0; i < DIRECT_SLOTS; i++)
-		heap_direct_set(heap, i, &sefer__page_empty);
+	heap_direct_set(heap, 0, DIRECT_SLOTS - 1, &sefer__page_empty);
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
 	sefer_assert(!heap->remote.open); /* published at exit (abandon) */
@@ -111,8 +114,7 @@ void sefer__heap_direct_update(struct heap *heap, unsigned bin)
 	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &sefer__page_empty;
 	size_t lo = bin > 1 ? (bin_block_size(bin - 1) >> GRANULE_SHIFT) + 1 : 0;
 
-	for (size_t s = lo; s <= (bs >> GRANULE_SHIFT); s++)
-		heap_direct_set(heap, s, pg);
+	heap_direct_set(heap, lo, bs >> GRANULE_SHIFT, pg);
 }
 
 /*
