@@ -97,6 +97,16 @@ void *sefer__malloc_generic(size_t size, struct heap *heap, bool zero)
 	return sefer__malloc_slow(size, heap, zero);
 }
 
+void *sefer__malloc_slow_default(size_t size)
+{
+	return sefer__malloc_slow(size, heap_get(), false);
+}
+
+void *sefer__malloc_generic_default(size_t size)
+{
+	return sefer__malloc_generic(size, heap_get(), false);
+}
+
 /*
  * seg, placed for a request of size bytes, becomes heap's live block: with zero, its first
  * `dirty` bytes (those that may not read as zero) are cleared.

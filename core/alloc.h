@@ -2,7 +2,7 @@
 /*
  * The fast paths, inlined into both faces (sefer_* and the malloc family).
  *
- * malloc (size <= DIRECT_MAX): TLS heap -> direct[size/16] -> page -> pop page->free.
+ * malloc (size <= DIRECT_MAX): TLS copy of the heap's direct[size/16] -> page -> pop page->free.
  * free: segment_of(p) -> thread's owned-segment cache hit ? page_of -> push page->free :
  *       slow path (segment table, cross-thread push, large object, full page, foreign).
  * No lock, no atomic read-modify-write, no indirect call: see the disassembly in
@@ -17,6 +17,9 @@
 /* size first: it stays in the first argument register the fast path received it in */
 SEFER_INTERNAL void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero) noinline;
 SEFER_INTERNAL void *sefer__malloc_generic(size_t size, struct heap *heap, bool zero) noinline;
+/* The same two for the calling thread's default heap, which they load (sefer_malloc_inline). */
+SEFER_INTERNAL void *sefer__malloc_slow_default(size_t size) noinline;
+SEFER_INTERNAL void *sefer__malloc_generic_default(size_t size) noinline;
 SEFER_INTERNAL void sefer__free_slow(void *p) noinline;
 SEFER_INTERNAL void sefer__free_foreign(const void *p) noinline;
 SEFER_INTERNAL const char *sefer__block_not_held(struct segment *seg, const void *p,
@@ -63,6 +66,33 @@ static always_inline void *annotate_policy_alloc(void *p, size_t size)
 	return p;
 }
 
+/*
+ * malloc's fast path from pg, the direct table's page for size: pop its first free block, or
+ * take the slow path. heap is the table's heap; NULL stands for the calling thread's default
+ * heap, which the fast path then never loads (the stats' counts aside).
+ */
+static always_inline void *direct_malloc(struct heap *heap, struct page *pg, size_t size)
+{
+	struct block *b = pg->free;
+
+	if (likely(b)) {
+		uintptr_t next = block_link(b);
+		void *p;
+
+		if (unlikely(block_link_bad(pg, b, next)))
+			return sefer__list_corrupt(pg, b, next); /* aborts */
+		p = alloc_from_page(heap ? heap : heap_get(), pg, b, (struct block *)next);
+		annotate_block_trim(p, size, pg->block_size);
+		return p;
+	}
+	return heap ? sefer__malloc_slow(size, heap, false) : sefer__malloc_slow_default(size);
+}
+
+static always_inline size_t direct_slot(size_t size)
+{
+	return (size + GRANULE - 1) >> GRANULE_SHIFT;
+}
+
 /* malloc from heap, the calling thread's (its default heap or one of its first-class ones). */
 static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 {
@@ -70,27 +100,21 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 
 	if (p)
 		return annotate_policy_alloc(p, size);
-	if (likely(size <= DIRECT_MAX)) {
-		struct page *pg = heap->direct[(size + GRANULE - 1) >> GRANULE_SHIFT];
-		struct block *b = pg->free;
-
-		if (likely(b)) {
-			uintptr_t next = block_link(b);
-
-			if (unlikely(block_link_bad(pg, b, next)))
-				return sefer__list_corrupt(pg, b, next); /* aborts */
-			p = alloc_from_page(heap, pg, b, (struct block *)next);
-			annotate_block_trim(p, size, pg->block_size);
-			return p;
-		}
-		return sefer__malloc_slow(size, heap, false);
-	}
+	if (likely(size <= DIRECT_MAX))
+		return direct_malloc(heap, heap->direct[direct_slot(size)], size);
 	return sefer__malloc_generic(size, heap, false);
 }
 
+/* malloc from the calling thread's default heap: its page from the TLS copy of the table. */
 static always_inline void *sefer_malloc_inline(size_t size)
 {
-	return heap_malloc_inline(heap_get(), size);
+	void *p = policy_small_alloc(heap_get(), size);
+
+	if (p)
+		return annotate_policy_alloc(p, size);
+	if (likely(size <= DIRECT_MAX))
+		return direct_malloc(NULL, sefer__direct[direct_slot(size)], size);
+	return sefer__malloc_generic_default(size);
 }
 
 /*

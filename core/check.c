@@ -130,7 +130,10 @@ static void check_segment(struct sync_node *n, void *arg)
 		problem(c, "segment slot masks inconsistent", seg);
 }
 
-/* heap.h: every direct-table slot points at its bin's first page, or at page_empty. */
+/*
+ * heap.h: every direct-table slot points at its bin's first page, or at page_empty, and the
+ * calling thread's TLS copy of its default heap's table (what malloc reads) equals the table.
+ */
 static void check_direct(struct check_ctx *c, struct heap *heap)
 {
 	for (size_t s = 0; s < DIRECT_SLOTS; s++) {
@@ -138,6 +141,8 @@ static void check_direct(struct check_ctx *c, struct heap *heap)
 
 		if (heap->direct[s] != (first ? first : &sefer__page_empty))
 			problem(c, "direct table slot not its bin's first page", &heap->direct[s]);
+		if (heap == heap_get() && sefer__direct[s] != heap->direct[s])
+			problem(c, "thread's copy of the direct table differs", &sefer__direct[s]);
 	}
 }
 

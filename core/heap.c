@@ -38,6 +38,8 @@ SEFER_INTERNAL struct heap sefer__heap_empty = {
 	.direct = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty}};
 SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec"))) =
 	&sefer__heap_empty;
+SEFER_INTERNAL __thread struct page *sefer__direct[DIRECT_SLOTS] __attribute__((tls_model(
+	"initial-exec"))) = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty};
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
@@ -50,10 +52,28 @@ static atomic_int heaps_live; /* heaps of running threads */
 static struct heap *parked;
 static unsigned nparked; /* written under pool_lock, read without it as a hint */
 
+/* Slots lo..hi of heap's direct table, and of the caller's copy while heap is its default. */
+static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page *pg)
+{
+	struct page **copy = heap == sefer__heap ? sefer__direct : NULL;
+
+	for (size_t s = lo; s <= hi; s++) {
+		heap->direct[s] = pg;
+		if (copy)
+			copy[s] = pg;
+	}
+}
+
+/* heap becomes the calling thread's default heap (or &heap_empty: none), its table copied. */
+static void heap_attach(struct heap *heap)
+{
+	memcpy(sefer__direct, heap->direct, sizeof(sefer__direct));
+	sefer__heap = heap;
+}
+
 void sefer__heap_reset(struct heap *heap)
 {
-	for (size_t i = 0; i < DIRECT_SLOTS; i++)
-		heap->direct[i] = &sefer__page_empty;
+	heap_direct_set(heap, 0, DIRECT_SLOTS - 1, &sefer__page_empty);
 	memset(heap->bins, 0, sizeof(heap->bins));
 	memset(&heap->full, 0, sizeof(heap->full));
 	sefer_assert(!heap->remote.open); /* published at exit (abandon) */
@@ -94,8 +114,7 @@ void sefer__heap_direct_update(struct heap *heap, unsigned bin)
 	struct page *pg = heap->bins[bin].first ? heap->bins[bin].first : &sefer__page_empty;
 	size_t lo = bin > 1 ? (bin_block_size(bin - 1) >> GRANULE_SHIFT) + 1 : 0;
 
-	for (size_t s = lo; s <= (bs >> GRANULE_SHIFT); s++)
-		heap->direct[s] = pg;
+	heap_direct_set(heap, lo, bs >> GRANULE_SHIFT, pg);
 }
 
 /*
@@ -240,7 +259,7 @@ struct heap *sefer__heap_init_thread_for(struct heap *prefer)
 		sefer__heap_setup(heap);
 	}
 	atomic_fetch_add_explicit(&heaps_live, 1, memory_order_relaxed);
-	sefer__heap = heap;
+	heap_attach(heap);
 	/* May allocate (glibc's pthread_setspecific): the heap is already in place. */
 	sefer__os.thread_exit_hook(heap_thread_exit, heap);
 	return heap;
@@ -459,7 +478,7 @@ void sefer__heap_abandon(struct heap *heap)
 	/* Frees after this (later TLS destructors) go to free_slow, as cross-thread frees: the
 	 * heap may be another thread's as soon as it is parked. */
 	owned_forget_all();
-	sefer__heap = &sefer__heap_empty;
+	heap_attach(&sefer__heap_empty);
 	if (!heap_park(heap)) {
 		heap_dismantle(heap);
 		sefer__heap_struct_put(heap);

@@ -3,8 +3,9 @@
  * Heaps: one per thread, found through an initial-exec TLS pointer.
  *
  * Before a thread's first allocation its TLS pointer is &heap_empty, a static heap whose
- * direct table points at a page with no free block, so the malloc fast path needs no
- * initialisation check: the first call falls into the slow path, which creates the heap.
+ * direct table (and the thread's TLS copy of it, sefer__direct below) points at a page with
+ * no free block, so the malloc fast path needs no initialisation check: the first call falls
+ * into the slow path, which creates the heap.
  *
  * A heap owns small segments (owner == heap) and their pages. All its fields are the owning
  * thread's alone, except `delayed` (other threads push full pages that received a cross-
@@ -98,6 +99,17 @@ struct heap {
 SEFER_INTERNAL_EXTERN struct heap sefer__heap_empty;
 SEFER_INTERNAL_EXTERN struct page sefer__page_empty;
 SEFER_INTERNAL_EXTERN __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec")));
+/*
+ * The calling thread's copy of its default heap's direct table (initial-exec TLS, as the
+ * owned-segment cache in owned.h): malloc's fast path reads the page straight from it,
+ * without loading the heap pointer first. A dependent load fewer on the way to the block:
+ * bignum's malloc took 1.4x snmalloc's samples with the table behind the heap pointer
+ * (Documentation/benchmarks.rst). It always equals sefer__heap->direct: heap_direct_set()
+ * writes both while the heap is the caller's default, and heap_attach() copies the table
+ * whole when sefer__heap changes; only the heap's owner thread writes either then.
+ */
+SEFER_INTERNAL_EXTERN __thread struct page *sefer__direct[DIRECT_SLOTS]
+	__attribute__((tls_model("initial-exec")));
 
 static always_inline struct heap *heap_get(void)
 {

@@ -395,6 +395,92 @@ START_TEST(parked_heap_taken_by_the_thread_freeing_into_it)
 }
 END_TEST
 
+#define DIRECT_SIZE 48
+#define DIRECT_SLOT ((DIRECT_SIZE + GRANULE - 1) >> GRANULE_SHIFT)
+
+/* The calling thread's TLS copy of its default heap's direct table equals the table. */
+static bool direct_copy_matches(void)
+{
+	struct heap *heap = heap_get();
+
+	for (size_t s = 0; s < DIRECT_SLOTS; s++)
+		if (sefer__direct[s] != heap->direct[s])
+			return false;
+	return true;
+}
+
+struct direct_gen {
+	void *left;		/* a block the first thread leaves live */
+	struct heap *heap;	/* its heap */
+	bool copy_at_exit;	/* its copy matched before it exited */
+	struct heap *taken;	/* the heap the second thread took over by freeing left */
+	bool copy_taken;	/* the second thread's copy matched the taken heap's table */
+	bool page_in_copy;	/* ... with left's page in the slot of DIRECT_SIZE */
+	bool malloc_from_page;	/* its malloc of DIRECT_SIZE then came from that page */
+	bool copy_after;	/* and its copy still matched */
+};
+
+static void *direct_leave(void *arg)
+{
+	struct direct_gen *g = arg;
+
+	g->left = sefer_malloc(DIRECT_SIZE);
+	g->heap = heap_get();
+	g->copy_at_exit = direct_copy_matches();
+	return NULL;
+}
+
+static void *direct_take(void *arg)
+{
+	struct direct_gen *g = arg;
+	struct page *pg = page_of(segment_of(g->left), g->left);
+	void *p;
+
+	sefer_free(g->left); /* the first call: takes over the parked heap it frees into */
+	g->taken = heap_get();
+	g->copy_taken = direct_copy_matches();
+	g->page_in_copy = sefer__direct[DIRECT_SLOT] == pg;
+	p = sefer_malloc(DIRECT_SIZE);
+	g->malloc_from_page = page_of(segment_of(p), p) == pg;
+	g->copy_after = direct_copy_matches();
+	sefer_free(p);
+	return NULL;
+}
+
+/*
+ * malloc reads the page of its size from the thread's TLS copy of its default heap's direct
+ * table (core/heap.h): a thread that takes over a parked heap finds the heap's table copied
+ * whole, before its first malloc, so that malloc is served from the parked heap's page by the
+ * fast path (a copy left at &page_empty would send it to the slow path, and sefer_check_heap()
+ * would report the difference).
+ */
+START_TEST(parked_heap_direct_table_copied)
+{
+	struct direct_gen g = { 0 };
+	pthread_t k, t;
+
+	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return; /* SEFER_PARKED_HEAPS=0; the magazine serves before the direct table */
+	sefer__parked_dismantle();
+	k = start_keepalive(); /* the exit below is then not the last but one */
+	ck_assert(direct_copy_matches());
+	pthread_create(&t, NULL, direct_leave, &g);
+	pthread_join(t, NULL);
+	ck_assert_msg(g.copy_at_exit, "the first thread's copy differed from its table");
+	ck_assert_msg(g.heap->parked, "the first thread's heap is not parked");
+	pthread_create(&t, NULL, direct_take, &g);
+	pthread_join(t, NULL);
+	ck_assert_ptr_eq(g.taken, g.heap);
+	ck_assert_msg(g.copy_taken, "the taken heap's table was not copied");
+	ck_assert_msg(g.page_in_copy, "the copy lacks the parked heap's page");
+	ck_assert_msg(g.malloc_from_page, "malloc did not take the parked heap's page");
+	ck_assert_msg(g.copy_after, "the copy differed after a malloc");
+	stop_keepalive(k);
+	ck_assert(direct_copy_matches());
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 static atomic_int holders_ready, holders_go;
 
 static void *hold_a_block(void *arg)
@@ -1245,6 +1331,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, freeing_thread_does_not_adopt);
 	tcase_add_test(tc, reclaim_takes_the_segment_freed_into);
 	tcase_add_test(tc, parked_heap_taken_by_the_thread_freeing_into_it);
+	tcase_add_test(tc, parked_heap_direct_table_copied);
 	tcase_add_test(tc, parked_heaps_bounded_and_collected);
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
