@@ -54,6 +54,14 @@ run "$hard" sized-bad 134 'free_sized of 0x[0-9a-f]+ \(size 4000 does not match'
 run "$hard" aligned-bad 134 'free_aligned_sized of 0x[0-9a-f]+ \(alignment 4194304: the block'
 [ $fail -eq 0 ] && echo "ok   glibc and C23 names, mallinfo, mallopt, malloc_info, alignments"
 
+# Loaded by dlopen, not preloaded: its initial-exec TLS must fit glibc's static TLS surplus.
+tls=$(($(readelf -lW "$lib" | awk '$1 == "TLS" { print $6 }')))
+if out=$("$face" dlopen "$lib" 2>&1); then
+	echo "ok   dlopen: the sefer_* API from four threads ($tls bytes of static TLS)"
+else
+	bad "dlopen of $lib ($tls bytes of static TLS): $out"
+fi
+
 # The text a small program maps: the core's alone (check-hot-text.sh, which names what ran past
 # it when that fails).
 bash "$(dirname "$0")/check-hot-text.sh" "$lib" "$tracer" "$work" check-face || fail=1

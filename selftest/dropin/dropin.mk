@@ -5,7 +5,8 @@
 #                     contract under CONFIG_HARDENED), mallinfo2/mallinfo, mallopt,
 #                     malloc_info's XML, every power-of-two alignment: selftest/dropin/face.c
 #                     under LD_PRELOAD; and what a small program maps: the core text alone,
-#                     one page of .bss, no read-only data, no liburcu-bp reader registered
+#                     one page of .bss, no read-only data, no liburcu-bp reader registered;
+#                     and libsefer.so loaded by dlopen (its static TLS) used from four threads
 #   make check-cxx    C++ operator new/delete from libsefer.so (preloaded and linked) and
 #                     libsefer.a, std::new_handler and a catchable std::bad_alloc, sized
 #                     deletes checked under CONFIG_HARDENED: selftest/dropin/cxx.cc

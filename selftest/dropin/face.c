@@ -10,6 +10,7 @@
  *   face contract         the sized frees, right sizes only (no report expected: HARDENED)
  *   face sized-bad | aligned-bad | align-missing | delete-warn   one misuse each (check-face.sh
  *                         expects the report and how the process ends)
+ *   face dlopen LIB       not preloaded: dlopen(LIB) and its sefer_* API from four threads
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -443,10 +444,82 @@ static void registry_quiet(void)
 	CHECK(thread_reader == NULL, "a new thread is a liburcu-bp reader: the registry was walked");
 }
 
+/*
+ * libsefer.so loaded by dlopen, as a plugin or a foreign-function interface loads it, not
+ * preloaded: its initial-exec TLS (the heap pointer, the direct table's copy, the owned-segment
+ * cache) must fit glibc's static TLS surplus, or dlopen fails with "cannot allocate memory in
+ * static TLS block". Four threads then allocate through the loaded API and free each other's
+ * blocks, so each thread's TLS is set up and used.
+ */
+#define DL_THREADS 4
+#define DL_BLOCKS  512
+
+static void *(*dl_malloc)(size_t);
+static void (*dl_free)(void *);
+static void *dl_blocks[DL_THREADS][DL_BLOCKS];
+
+static void *dl_worker(void *arg)
+{
+	size_t t = (size_t)arg;
+
+	for (int round = 0; round < 8; round++) {
+		for (int i = 0; i < DL_BLOCKS; i++) {
+			size_t size = 8 + (size_t)((i * 37 + round) % 1500);
+			unsigned char *p = dl_malloc(size);
+
+			if (!p)
+				return "sefer_malloc returned NULL";
+			memset(p, (int)t + 1, size);
+			dl_blocks[t][i] = p;
+		}
+		for (int i = 0; i < DL_BLOCKS; i++) {
+			unsigned char *p = dl_blocks[t][i];
+
+			if (p[0] != (unsigned char)(t + 1))
+				return "a block's contents changed";
+			dl_free(p);
+		}
+	}
+	/* the last round's blocks again, freed by the next thread (cross-thread frees) */
+	for (int i = 0; i < DL_BLOCKS; i++)
+		dl_blocks[t][i] = dl_malloc(64);
+	return NULL;
+}
+
+static void dlopen_lib(const char *lib)
+{
+	pthread_t th[DL_THREADS];
+	void *why[DL_THREADS];
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	CHECK(h != NULL, "dlopen(%s): %s", lib, dlerror());
+	if (!h)
+		return;
+	dl_malloc = (void *(*)(size_t))dlsym(h, "sefer_malloc");
+	dl_free = (void (*)(void *))dlsym(h, "sefer_free");
+	CHECK(dl_malloc && dl_free, "sefer_malloc or sefer_free not found in %s", lib);
+	if (!dl_malloc || !dl_free)
+		return;
+	for (size_t t = 0; t < DL_THREADS; t++)
+		CHECK(pthread_create(&th[t], NULL, dl_worker, (void *)t) == 0, "thread %zu", t);
+	for (size_t t = 0; t < DL_THREADS; t++) {
+		CHECK(pthread_join(th[t], &why[t]) == 0, "join %zu", t);
+		CHECK(why[t] == NULL, "thread %zu: %s", t, (const char *)why[t]);
+	}
+	for (size_t t = 0; t < DL_THREADS; t++)
+		for (int i = 0; i < DL_BLOCKS; i++)
+			dl_free(dl_blocks[(t + 1) % DL_THREADS][i]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
 
+	if (!strcmp(mode, "dlopen")) { /* not preloaded: the usual names are glibc's here */
+		dlopen_lib(argc > 2 ? argv[2] : "libsefer.so");
+		printf("face: %s: %d checks, %d failed\n", mode, checks, failures);
+		return failures ? 1 : 0;
+	}
 	owns = sym("sefer_owns");
 	f_free_sized = sym("free_sized");
 	f_free_aligned_sized = sym("free_aligned_sized");
