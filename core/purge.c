@@ -42,6 +42,18 @@
 /* ---- a segment's slots ---- */
 
 /*
+ * Purge a range the configured way (CONFIG_PURGE_DONTNEED: eager). Returns whether its memory
+ * was given back: a lazy purge returns false by the os contract (the range does not read as
+ * zero) and gives it back all the same; an eager one that returns false was refused, and the
+ * old contents stay (CONFIG_FAULT_INJECTION's purge faults, selftest/unit/test_fault.c).
+ */
+static bool purge_range(void *addr, size_t len)
+{
+	return sefer__os.purge(addr, len, IS_ENABLED(CONFIG_PURGE_DONTNEED)) ||
+	       !IS_ENABLED(CONFIG_PURGE_DONTNEED);
+}
+
+/*
  * Give back the memory of the dirty slots in mask, at `now` (0: by force, not by a deadline).
  * Returns 0, or when the OS refused an eager purge, the deadline at which to try the slots it
  * left dirty again (their delay counted from now).
@@ -62,12 +74,10 @@ static uint64_t purge_slots(struct segment *seg, uint64_t mask, uint64_t now)
 		unsigned len = ~run ? (unsigned)__builtin_ctzll(~run) : 64 - lo;
 		uint64_t run_bits = len >= 64 ? ~0ULL : ((1ULL << len) - 1) << lo;
 
-		/* An eager purge the OS refused gave nothing back and the old contents stay: the
-		 * slots stay dirty (span_alloc would take them for zeroed memory), due again after
-		 * the delay (CONFIG_FAULT_INJECTION's purge faults, selftest/unit/test_fault.c) */
-		if (!sefer__os.purge((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
-				     (size_t)len << SPAGE_SHIFT, IS_ENABLED(CONFIG_PURGE_DONTNEED)) &&
-		    IS_ENABLED(CONFIG_PURGE_DONTNEED)) {
+		/* A refused purge gave nothing back: the slots stay dirty (span_alloc would take
+		 * them for zeroed memory), due again after the delay */
+		if (!purge_range((uint8_t *)seg + ((size_t)lo << SPAGE_SHIFT),
+				 (size_t)len << SPAGE_SHIFT)) {
 			uint64_t at = sefer__os.clock_ms();
 
 			for (uint64_t m = run_bits; m; m &= m - 1)
@@ -273,11 +283,7 @@ void sefer__purge_span_tails(struct segment_set *set)
 			if (!pg->warm_tail || from + TAIL_MIN > end || pg->capacity < TAIL_MIN_BLOCKS)
 				continue;
 			pg->warm_tail = 0; /* given back, or refused: tried once */
-			/* a lazy purge (MADV_FREE) returns false and gives the memory back all the
-			 * same, as purge_slots() counts it; an eager one that returns false failed */
-			if (sefer__os.purge(from, (size_t)(end - from),
-					    IS_ENABLED(CONFIG_PURGE_DONTNEED)) ||
-			    !IS_ENABLED(CONFIG_PURGE_DONTNEED)) {
+			if (purge_range(from, (size_t)(end - from))) {
 				pg->purged_tail = (uint32_t)(from - page_start(pg));
 				bytes += end - from;
 			}
