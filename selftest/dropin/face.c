@@ -448,8 +448,8 @@ static void registry_quiet(void)
  * libsefer.so loaded by dlopen, as a plugin or a foreign-function interface loads it, not
  * preloaded: its initial-exec TLS (the heap pointer, the direct table's copy, the owned-segment
  * cache) must fit glibc's static TLS surplus, or dlopen fails with "cannot allocate memory in
- * static TLS block". Four threads then allocate through the loaded API and free each other's
- * blocks, so each thread's TLS is set up and used.
+ * static TLS block". Four threads then allocate and free through the loaded API, so each
+ * thread's TLS is set up and used, and the main thread frees what they left after they exit.
  */
 #define DL_THREADS 4
 #define DL_BLOCKS  512
@@ -480,7 +480,7 @@ static void *dl_worker(void *arg)
 			dl_free(p);
 		}
 	}
-	/* the last round's blocks again, freed by the next thread (cross-thread frees) */
+	/* blocks left live at exit, freed by the main thread (cross-thread frees) */
 	for (int i = 0; i < DL_BLOCKS; i++)
 		dl_blocks[t][i] = dl_malloc(64);
 	return NULL;
@@ -508,7 +508,7 @@ static void dlopen_lib(const char *lib)
 	}
 	for (size_t t = 0; t < DL_THREADS; t++)
 		for (int i = 0; i < DL_BLOCKS; i++)
-			dl_free(dl_blocks[(t + 1) % DL_THREADS][i]);
+			dl_free(dl_blocks[t][i]);
 }
 
 int main(int argc, char **argv)
