@@ -158,11 +158,36 @@ static inline uint32_t page_carve_blocks(const struct page *pg)
 	return n ? n : 1;
 }
 
-/* Carve up to EXTEND_BYTES of never-used blocks onto the (empty) free list. */
+/*
+ * A carve inside the span's warm slots (span_alloc: an earlier span carved them, and they were
+ * not purged since) faults nothing in, so it takes up to WARM_CARVE_BYTES at once: a burst of
+ * mallocs into a span a burst of frees gave back comes to the slow path a quarter as often
+ * (bulk 1 KiB). Not for a span whose tail a parking heap gives back (span_tail_purgeable: it
+ * would keep more of it), nor hardened (its shuffle takes EXTEND_BYTES at most).
+ */
+#define WARM_CARVE_BYTES ((size_t)16 << 10)
+
+static inline uint32_t page_carve_warm(const struct page *pg, uint32_t n)
+{
+	size_t carved = (size_t)pg->reserved * pg->block_size;
+	size_t warm = (size_t)pg->warm_slots << SPAGE_SHIFT;
+	uint32_t m;
+
+	if (IS_ENABLED(CONFIG_HARDENED) || span_tail_purgeable(pg) || carved >= warm)
+		return n;
+	m = block_index_of(pg->div_magic, (uint32_t)(warm - carved < WARM_CARVE_BYTES ?
+						     warm - carved : WARM_CARVE_BYTES));
+	return m > n ? m : n;
+}
+
+/* Carve up to EXTEND_BYTES of never-used blocks onto the (empty) free list (page_carve_warm). */
 static void page_extend(struct heap *heap, struct page *pg)
 {
 	size_t bs = pg->block_size;
 	uint32_t n = page_carve_blocks(pg);
+
+	if (pg->warm_slots)
+		n = page_carve_warm(pg, n);
 
 	if (n > pg->capacity - pg->reserved)
 		n = pg->capacity - pg->reserved;

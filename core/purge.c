@@ -259,13 +259,6 @@ uint64_t sefer__purge_delay(const struct segment_set *set)
  * "never" (mallopt's M_TRIM_THRESHOLD < 0).
  */
 #define TAIL_MIN ((size_t)16 << 10)
-#define TAIL_MIN_BLOCKS 256
-
-/* The bytes of pg's span from its start to the first OS page no carved block touches. */
-static size_t span_carved_bytes(const struct page *pg)
-{
-	return align_up((size_t)pg->reserved * pg->block_size, sefer__os_info.page_size);
-}
 
 void sefer__purge_span_tails(struct segment_set *set)
 {
@@ -280,7 +273,7 @@ void sefer__purge_span_tails(struct segment_set *set)
 			uint8_t *from = page_start(pg) + span_carved_bytes(pg);
 			uint8_t *end = page_start(pg) + page_span_bytes(pg);
 
-			if (!pg->warm_tail || from + TAIL_MIN > end || pg->capacity < TAIL_MIN_BLOCKS)
+			if (!pg->warm_tail || from + TAIL_MIN > end || !span_tail_purgeable(pg))
 				continue;
 			pg->warm_tail = 0; /* given back, or refused: tried once */
 			if (purge_range(from, (size_t)(end - from))) {

@@ -7,6 +7,7 @@
 #ifndef SEFER_CORE_PURGE_H
 #define SEFER_CORE_PURGE_H
 
+#include "core/init.h"
 #include "core/segment.h"
 
 /* Lower set's earliest purge deadline to `when` (0: nothing due). */
@@ -52,6 +53,23 @@ SEFER_INTERNAL void sefer__purge_handoff_used(struct segment *seg, uint64_t bits
 static inline bool purge_pending(const struct segment_set *set)
 {
 	return set->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+}
+
+/*
+ * Does a heap's parking give back pg's tail past its carved blocks (core/purge.c, "span
+ * tails")? Only a span of TAIL_MIN_BLOCKS blocks or more: blocks up to 256 B in 64 KiB pages.
+ */
+#define TAIL_MIN_BLOCKS 256
+
+static inline bool span_tail_purgeable(const struct page *pg)
+{
+	return pg->capacity >= TAIL_MIN_BLOCKS;
+}
+
+/* The bytes of pg's span from its start to the first OS page no carved block touches. */
+static inline size_t span_carved_bytes(const struct page *pg)
+{
+	return align_up((size_t)pg->reserved * pg->block_size, sefer__os_info.page_size);
 }
 
 /*

@@ -183,6 +183,16 @@ void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t de
 
 	/* a span's slots, all in use: not freed twice, nor a descriptor that heads no span */
 	sefer_assert(n && !(seg->free_pages & bits) && seg->used_pages >= n);
+	/*
+	 * Its first `carved` slots are resident while dirty: carved blocks reach to their end
+	 * (to within a block of at most 4 KiB, whose OS page is then touched; a purged tail lies
+	 * past the carved blocks). Counted in 4 KiB, the least OS page: at most n. The low
+	 * `carved` of the n bits: bits shifted down by n - carved, within bits.
+	 */
+	unsigned carved = (unsigned)(((size_t)pg->reserved * pg->block_size + 4095) >> SPAGE_SHIFT);
+
+	sefer_assert(carved <= n);
+	seg->warm_pages = (seg->warm_pages & ~bits) | (bits >> (n - carved) & bits);
 	page_tail_recommit(pg, true); /* the slots count committed whole while dirty */
 	sefer__purge_slots_freed(seg, bits, delay);
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */

@@ -123,7 +123,8 @@ struct page {
 	uint8_t index;	   /* page index in the segment */
 	uint8_t warm_tail; /* it took dirty slots: past its carved blocks, memory an earlier
 			    * span used may still be resident (core/purge.c, "span tails") */
-	uint8_t pad_;
+	uint8_t warm_slots; /* its first warm_slots slots were warm_pages when it took them:
+			     * carved and resident, so a carve there costs no memory (page_extend) */
 	uintptr_t start_word; /* the span's first byte, as meta_ptr_hide() stores it: page_start() */
 	uint64_t div_magic;  /* floor(2^64 / block_size) + 1, 0 in an unused slot: block_start() */
 	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */
@@ -204,6 +205,10 @@ struct segment {
 	uint64_t purged_pages; /* free slots purged (given back to the OS) */
 	uint64_t unowned_purged; /* of those, purged while no heap owned it (core/purge.c) */
 	uint64_t handoff_pages;  /* free slots a kept last exit handed to the next threads */
+	/* dirty slots the span that last held them carved to their end: resident whole (read
+	 * only with dirty_pages: a purge clears the dirty bit, not this one); span_alloc's
+	 * warm_slots */
+	uint64_t warm_pages;
 	uint64_t purge_at;     /* earliest slot_since + delay of a dirty slot (ms); 0 = none */
 	uint32_t used_pages;
 	bool has_space;	       /* on its set's with_space list (else its full list) */

@@ -89,6 +89,9 @@ struct page *sefer__span_alloc(struct segment_set *set, unsigned n, int node)
 
 	pg->is_zero = !(seg->dirty_pages & bits) && (!purged || IS_ENABLED(CONFIG_PURGE_DONTNEED));
 	pg->warm_tail = (seg->dirty_pages & bits) != 0;
+	uint64_t cold = ~((seg->warm_pages & seg->dirty_pages & bits) >> idx);
+
+	pg->warm_slots = (uint8_t)(cold ? __builtin_ctzll(cold) : 64);
 	sefer__purge_span_taken(set, seg, bits);
 	seg->free_pages &= ~bits;
 	seg->dirty_pages &= ~bits;

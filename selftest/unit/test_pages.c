@@ -11,6 +11,8 @@
 
 #include "core/block.h"
 #include "core/heap.h"
+#include "core/options.h"
+#include "core/purge.h"
 #include "unit.h"
 
 #define SIZE 896 /* a direct-table class no other test here uses */
@@ -197,6 +199,7 @@ static void *first_blocks(void *arg)
 
 		ck_assert_ptr_nonnull(p);
 		ck_assert_uint_ge(pg->reserved, 1);
+		ck_assert_uint_eq(pg->warm_slots, 0); /* nothing dirty: no warm carve */
 		/* (used may be more than 1: a policy's magazine keeps freed blocks counted) */
 		ck_assert(pg->reserved == 1 || (size_t)pg->reserved * pg->block_size <= 4096);
 		sefer_free(p);
@@ -443,6 +446,82 @@ START_TEST(borrow_from_larger_class)
 END_TEST
 
 /*
+ * A span that takes slots an earlier span carved to their end (dirty, not purged since: still
+ * resident) carves up to 16 KiB at once (page_extend's WARM_CARVE_BYTES); one on fresh slots
+ * carves one OS page. Page a of 1 KiB blocks is filled and emptied while an emptied page of
+ * the class (b) is kept at the queue's front, so a's span is freed: its slot is dirty and
+ * warm. The next new span, of 896 B blocks (73 to a span, no tail purge), takes it, dirty
+ * slots first, and carves 18 blocks; then one of 768 B blocks takes a fresh slot and carves 5.
+ */
+#define WARM_A 1024
+#define WARM_B 896 /* blocks of a direct-table class no other test of this thread uses */
+#define WARM_C 768
+
+static void *warm_span_carve(void *arg)
+{
+	static void *held[128];
+	struct page *a, *pg;
+	struct segment *seg;
+	uint8_t *a_start;
+	unsigned slot;
+	size_t n;
+	void *y, *p, *q;
+
+	(void)arg;
+	held[0] = sefer_malloc(WARM_A);
+	ck_assert_ptr_nonnull(held[0]);
+	a = page_of(segment_of(held[0]), held[0]);
+	seg = segment_of(held[0]);
+	ck_assert_uint_eq(a->warm_slots, 0); /* the heap's first span: fresh slots */
+	for (n = 1; n < 128; n++) {
+		held[n] = sefer_malloc(WARM_A);
+		ck_assert_ptr_nonnull(held[n]);
+		if (page_of(segment_of(held[n]), held[n]) != a)
+			break;
+	}
+	ck_assert_uint_lt(n, 128);
+	ck_assert_uint_eq(a->reserved, a->capacity); /* carved to its end */
+	ck_assert_uint_lt(a->capacity, TAIL_MIN_BLOCKS);
+	y = held[n];
+	a_start = page_start(a);
+	sefer_free(y); /* b empties first: kept at the front */
+	for (size_t i = 0; i < n; i++)
+		sefer_free(held[i]); /* a empties behind it: its span is freed */
+	slot = (unsigned)((size_t)(a_start - (uint8_t *)seg) >> SPAGE_SHIFT);
+	ck_assert(seg->free_pages & seg->dirty_pages & seg->warm_pages & (1ULL << slot));
+
+	p = sefer_malloc(WARM_B);
+	ck_assert_ptr_nonnull(p);
+	pg = page_of(segment_of(p), p);
+	ck_assert_ptr_eq(page_start(pg), a_start);
+	ck_assert_uint_eq(pg->warm_slots, 1);
+	ck_assert_uint_eq(pg->reserved, (16 << 10) / WARM_B);
+
+	q = sefer_malloc(WARM_C);
+	ck_assert_ptr_nonnull(q);
+	pg = page_of(segment_of(q), q);
+	ck_assert_uint_eq(pg->warm_slots, 0);
+	ck_assert_uint_eq(pg->reserved, 4096 / WARM_C);
+	sefer_free(p);
+	sefer_free(q);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(warm_span_carves_more)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms;
+
+	if (policy_keeps_small_blocks() || IS_ENABLED(CONFIG_HARDENED))
+		return; /* a magazine keeps freed blocks (a never empties); hardened carves 4 KiB */
+	/* the fixture leaves nothing dirty; no purge by deadline while the test runs */
+	sefer__opt.purge_delay_ms = 60000;
+	in_fresh_heap(warm_span_carve);
+	sefer__opt.purge_delay_ms = delay;
+}
+END_TEST
+
+/*
  * realloc's copy tests inline whether the old block's emptied page is the first of its bin
  * queue (core/alloc.h: free_held_block's first_test), where page_retire() would leave it. A
  * page that is not the first must still be retired: to the front of the queue, the best one
@@ -513,6 +592,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, abandoned_pages_count_live);
 	tcase_add_test(tc, borrow_from_larger_class);
 	tcase_add_test(tc, realloc_copy_retires_a_page_behind);
+	tcase_add_test(tc, warm_span_carves_more);
 	suite_add_tcase(s, tc);
 	return s;
 }
