@@ -11,9 +11,11 @@
  *                   list of all heaps.
  *
  * Thread exit parks the thread's heap whole (below, "parked heaps") for the next thread to take
- * over, pages, free lists and all. A heap that cannot be parked is dismantled: empty segments
- * become spares, abandoned ones keep their dirty free slots until their purge deadline
- * (core/purge.c, "Timing"; core/unowned.c). The heap that leaves at most one other live heap
+ * over, pages, free lists and all; a running thread whose heap would map fresh memory for a
+ * span takes a parked heap with freed blocks of that class instead, and parks its own
+ * (heap_switch). A heap that cannot be parked is dismantled: empty segments become spares,
+ * abandoned ones keep their dirty free slots until their purge deadline (core/purge.c,
+ * "Timing"; core/unowned.c). The heap that leaves at most one other live heap
  * behind (the last worker of a process whose main thread waits) purges all of it at once
  * (parked heaps dismantled first), so RSS does not wait for a deadline that no slow path would
  * ever check, unless the program showed that its next threads come at once (core/purge.c,
@@ -50,7 +52,8 @@ static struct heap *heap_all;
 static atomic_int heaps_live; /* heaps of running threads */
 /* exited threads' heaps kept whole for the next threads (parked heaps, below) */
 static struct heap *parked;
-static unsigned nparked; /* written under pool_lock, read without it as a hint */
+SEFER_INTERNAL unsigned sefer__nparked; /* written under pool_lock, read without it as a hint */
+#define nparked sefer__nparked
 
 /* Slots lo..hi of heap's direct table, and of the caller's copy while heap is its default. */
 static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page *pg)
@@ -238,7 +241,7 @@ void sefer__heap_setup(struct heap *heap)
 	heap->segments.live = true;
 }
 
-static struct heap *heap_unpark(struct heap *prefer);
+static always_inline struct heap *heap_unpark(struct heap *prefer);
 
 /*
  * The calling thread's heap: the parked heap prefer when it is parked (a new thread's first
@@ -307,6 +310,17 @@ static void heap_dismantle(struct heap *heap)
  * frees into a live heap (its pages' xthread lists, its delayed list), which the next owner
  * collects. A new thread's heap (heap_init_thread) is a parked one when there is one.
  *
+ * A running thread switches too (sefer__heap_switch): when its default heap has no block of a
+ * class to hand out, none to carve or borrow and no dirty slot for a new span, so that the span
+ * would take fresh memory, and a parked heap has freed blocks of that class (on a free list, or
+ * pending from other threads' frees), the thread takes that heap and parks its own, as its exit
+ * would (its remote batches flushed, its owned-segment cache emptied, its exit hook moved to
+ * the new heap). In thread generations the last workers of a generation otherwise carve fresh
+ * pages while the heaps of the workers that exited hold the blocks the others freed into them
+ * (Documentation/decommit.rst, "a running heap takes a parked one"). Not for a thread with
+ * first-class heaps (their home is its default heap), nor for them. Whoever holds a page of
+ * the old heap across a malloc (realloc's copy) frees into it as any thread does afterwards.
+ *
  * Whoever takes a heap off the list under pool_lock holds it alone: a new thread that adopts
  * it, or the purge of the memory no thread owns (core/purge.c), which visits the parked heaps
  * (sefer__parked_each) at the global deadline to collect them and purge their slots that are
@@ -329,7 +343,7 @@ static void parked_push(struct heap *heap) __must_hold(&pool_lock)
  * Park heap (its thread exiting, sefer__heap cleared): true, or false when SEFER_PARKED_HEAPS
  * are parked.
  */
-static bool heap_park(struct heap *heap)
+static always_inline bool heap_park(struct heap *heap)
 {
 	uint64_t max = sefer__opt.parked_heaps, due;
 
@@ -381,7 +395,7 @@ static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&po
 }
 
 /* A parked heap for the calling thread (now its owner), prefer if parked, or NULL. */
-static struct heap *heap_unpark(struct heap *prefer)
+static always_inline struct heap *heap_unpark(struct heap *prefer)
 {
 	struct heap *heap, **link = &parked;
 
@@ -443,6 +457,63 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 		spin_unlock(&pool_lock);
 	}
 	spin_unlock(&parked_pass_lock);
+	return next;
+}
+
+/*
+ * Has a page of heap's queue for bin an OS page's worth of blocks that were freed, on its free
+ * list or pending from other threads' frees (memory in use before, where a carve would touch
+ * fresh pages)? Fewer are not worth a switch: a page whose last blocks come back one at a time
+ * had threads switch back and forth (larson-rounds at four threads: 300-1,400 a run).
+ */
+static bool heap_has_freed_blocks(struct heap *heap, unsigned bin)
+{
+	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next) {
+		uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+		uint32_t freed = pg->reserved - pg->used, want = block_index_of(pg->div_magic, 4096);
+
+		if (xt_ptr(x))
+			freed += xt_count(x) == XT_COUNT_UNKNOWN ? want : xt_count(x);
+		if (freed >= (want ? want : 1))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The calling thread's default heap `heap` is about to map a span of bin (page_find: no block
+ * of bin to hand out, none to carve or borrow): when the span would take fresh memory (no
+ * dirty slots), take a parked heap that has freed blocks of bin instead (heap_has_freed_blocks),
+ * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap, the
+ * one taken off the list without freed blocks of bin, or heap has first-class heaps).
+ */
+struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
+{
+	struct heap *next;
+
+	if (heap != sefer__heap || heap_has_children(heap) ||
+	    !__atomic_load_n(&nparked, __ATOMIC_RELAXED) ||
+	    sefer__span_has_dirty_space(&heap->segments, bin_span_pages(bin)))
+		return NULL;
+	next = heap_unpark(NULL);
+	if (!next)
+		return NULL;
+	if (!heap_has_freed_blocks(next, bin)) {
+		spin_lock(&pool_lock);
+		parked_push(next);
+		spin_unlock(&pool_lock);
+		stat_add(&sefer__gstats.parked, NULL, 1);
+		return NULL;
+	}
+	remote_flush(&heap->remote);
+	owned_forget_all();
+	heap_attach(next);
+	if (!heap_park(heap)) {
+		heap_dismantle(heap);
+		sefer__heap_struct_put(heap);
+	}
+	sefer__os.thread_exit_hook(heap_thread_exit, next);
+	stat_add(&sefer__gstats.switches, NULL, 1);
 	return next;
 }
 

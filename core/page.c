@@ -480,7 +480,7 @@ static always_inline struct page *page_find_carving(struct heap *heap, unsigned 
  * heap carved its newest page to the end while the pages behind it held the blocks other
  * threads had freed (randpos at 4 threads: peak RSS 22.0 MiB against 19.0 with it).
  */
-static noinline struct page *page_find_walk(struct heap *heap, unsigned bin)
+static noinline struct page *page_find_walk(struct heap *heap, unsigned bin, bool may_switch)
 {
 	struct page_queue *q = &heap->bins[bin];
 	struct page *pg, *next, *first, *carve;
@@ -525,6 +525,10 @@ retry:
 	}
 	if ((pg = page_borrow(heap, bin)))
 		return pg;
+	/* a parked heap with blocks of bin rather than fresh memory (heap_switch) */
+	if (may_switch && __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) &&
+	    sefer__heap_switch(heap, bin))
+		return PAGE_SWITCHED;
 	pg = sefer__span_alloc(&heap->segments, bin_span_pages(bin), policy_segment_node(heap));
 	/* after the span took the dirty slots it wanted (core/span.c) */
 	if (IS_ENABLED(CONFIG_DECOMMIT) && purge_pending(&heap->segments))
@@ -552,5 +556,6 @@ struct page *sefer__page_find(struct heap *heap, unsigned bin)
 {
 	struct page *pg = page_find_carving(heap, bin);
 
-	return pg ? pg : page_find_walk(heap, bin);
+	return pg ? pg : page_find_walk(heap, bin, heap == sefer__heap);
 }
+
