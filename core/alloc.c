@@ -76,7 +76,8 @@ void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 	unsigned bin = bin_index(size);
 	struct page *pg = sefer__page_find(heap, bin);
 
-	/* switched to a parked heap with blocks of bin (heap_switch): found there at once */
+	/* switched to a parked heap with freed blocks of bin (heap_switch), which page_find
+	 * serves (collected, before any carve behind them) without a span: no second switch */
 	while (pg == PAGE_SWITCHED)
 		pg = sefer__page_find(heap = heap_get(), bin);
 	if (!pg) {

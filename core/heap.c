@@ -53,7 +53,6 @@ static atomic_int heaps_live; /* heaps of running threads */
 /* exited threads' heaps kept whole for the next threads (parked heaps, below) */
 static struct heap *parked;
 SEFER_INTERNAL unsigned sefer__nparked; /* written under pool_lock, read without it as a hint */
-#define nparked sefer__nparked
 
 /* Slots lo..hi of heap's direct table, and of the caller's copy while heap is its default. */
 static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page *pg)
@@ -241,7 +240,7 @@ void sefer__heap_setup(struct heap *heap)
 	heap->segments.live = true;
 }
 
-static always_inline struct heap *heap_unpark(struct heap *prefer);
+static struct heap *heap_unpark(struct heap *prefer);
 
 /*
  * The calling thread's heap: the parked heap prefer when it is parked (a new thread's first
@@ -336,7 +335,7 @@ static void parked_push(struct heap *heap) __must_hold(&pool_lock)
 	__atomic_store_n(&heap->parked, true, __ATOMIC_RELAXED);
 	heap->next_free = parked;
 	parked = heap;
-	__atomic_store_n(&nparked, nparked + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, sefer__nparked + 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -347,7 +346,7 @@ static always_inline bool heap_park(struct heap *heap)
 {
 	uint64_t max = sefer__opt.parked_heaps, due;
 
-	if (__atomic_load_n(&nparked, __ATOMIC_RELAXED) >= max)
+	if (__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) >= max)
 		return false;
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
@@ -356,7 +355,7 @@ static always_inline bool heap_park(struct heap *heap)
 	memset(&heap->policy, 0, sizeof(heap->policy)); /* as heap_reset: ready for a new owner */
 	due = heap->segments.next_purge;
 	spin_lock(&pool_lock);
-	if (nparked >= max) {
+	if (sefer__nparked >= max) {
 		spin_unlock(&pool_lock);
 		return false;
 	}
@@ -373,12 +372,12 @@ static struct heap *parked_take_all(void)
 {
 	struct heap *all;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return NULL;
 	spin_lock(&pool_lock);
 	all = parked;
 	parked = NULL;
-	__atomic_store_n(&nparked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, 0, __ATOMIC_RELAXED);
 	for (struct heap *h = all; h; h = h->next_free)
 		__atomic_store_n(&h->parked, false, __ATOMIC_RELAXED);
 	spin_unlock(&pool_lock);
@@ -391,15 +390,15 @@ static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&po
 	*link = heap->next_free;
 	heap->next_free = NULL;
 	__atomic_store_n(&heap->parked, false, __ATOMIC_RELAXED);
-	__atomic_store_n(&nparked, nparked - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, sefer__nparked - 1, __ATOMIC_RELAXED);
 }
 
 /* A parked heap for the calling thread (now its owner), prefer if parked, or NULL. */
-static always_inline struct heap *heap_unpark(struct heap *prefer)
+static struct heap *heap_unpark(struct heap *prefer)
 {
 	struct heap *heap, **link = &parked;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return NULL;
 	spin_lock(&pool_lock);
 	if (prefer)
@@ -431,7 +430,7 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 	uint64_t next = 0;
 	unsigned pass;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&parked_pass_lock);
 	pass = ++pass_seq;
@@ -484,27 +483,28 @@ static bool heap_has_freed_blocks(struct heap *heap, unsigned bin)
  * The calling thread's default heap `heap` is about to map a span of bin (page_find: no block
  * of bin to hand out, none to carve or borrow): when the span would take fresh memory (no
  * dirty slots), take a parked heap that has freed blocks of bin instead (heap_has_freed_blocks),
- * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap, the
- * one taken off the list without freed blocks of bin, or heap has first-class heaps).
+ * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap with
+ * freed blocks of bin, or heap has first-class heaps).
  */
 struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 {
-	struct heap *next;
+	struct heap *next, **link = &parked;
 
 	if (heap != sefer__heap || heap_has_children(heap) ||
-	    !__atomic_load_n(&nparked, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) ||
 	    sefer__span_has_dirty_space(&heap->segments, bin_span_pages(bin)))
 		return NULL;
-	next = heap_unpark(NULL);
+	/* a heap on the list is nobody's: its pages hold still but for the atomic xthread */
+	spin_lock(&pool_lock);
+	while ((next = *link) && !heap_has_freed_blocks(next, bin))
+		link = &next->next_free;
+	if (next)
+		parked_unlink(link, next);
+	spin_unlock(&pool_lock);
 	if (!next)
 		return NULL;
-	if (!heap_has_freed_blocks(next, bin)) {
-		spin_lock(&pool_lock);
-		parked_push(next);
-		spin_unlock(&pool_lock);
-		stat_add(&sefer__gstats.parked, NULL, 1);
-		return NULL;
-	}
+	stat_add(&sefer__gstats.parked, NULL, -1);
+	sefer__purge_handoff_taken();
 	remote_flush(&heap->remote);
 	owned_forget_all();
 	heap_attach(next);
@@ -522,7 +522,7 @@ void sefer__parked_dismantle(void) __acquires(parked_pass_lock) __releases(parke
 {
 	struct heap *heap;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return;
 	spin_lock(&parked_pass_lock); /* a pass's heap back on the list first */
 	heap = parked_take_all();

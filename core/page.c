@@ -558,4 +558,3 @@ struct page *sefer__page_find(struct heap *heap, unsigned bin)
 
 	return pg ? pg : page_find_walk(heap, bin, heap == sefer__heap);
 }
-
