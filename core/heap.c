@@ -393,6 +393,24 @@ static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&po
 	__atomic_store_n(&sefer__nparked, sefer__nparked - 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The heap *link points to on the parked list (NULL: none), taken off it for the calling thread,
+ * its new owner; pool_lock held, and released here.
+ */
+static always_inline struct heap *parked_take(struct heap **link) __releases(pool_lock)
+{
+	struct heap *heap = *link;
+
+	if (heap)
+		parked_unlink(link, heap);
+	spin_unlock(&pool_lock);
+	if (heap) {
+		stat_add(&sefer__gstats.parked, NULL, -1);
+		sefer__purge_handoff_taken();
+	}
+	return heap;
+}
+
 /* A parked heap for the calling thread (now its owner), prefer if parked, or NULL. */
 static struct heap *heap_unpark(struct heap *prefer)
 {
@@ -406,15 +424,9 @@ static struct heap *heap_unpark(struct heap *prefer)
 			;
 	if (!*link)
 		link = &parked;
-	heap = *link;
+	heap = parked_take(link);
 	if (heap)
-		parked_unlink(link, heap);
-	spin_unlock(&pool_lock);
-	if (!heap)
-		return NULL;
-	stat_add(&sefer__gstats.parked, NULL, -1);
-	stat_add(&sefer__gstats.adopted, NULL, 1);
-	sefer__purge_handoff_taken();
+		stat_add(&sefer__gstats.adopted, NULL, 1);
 	return heap;
 }
 
@@ -496,15 +508,11 @@ struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 		return NULL;
 	/* a heap on the list is nobody's: its pages hold still but for the atomic xthread */
 	spin_lock(&pool_lock);
-	while ((next = *link) && !heap_has_freed_blocks(next, bin))
-		link = &next->next_free;
-	if (next)
-		parked_unlink(link, next);
-	spin_unlock(&pool_lock);
+	while (*link && !heap_has_freed_blocks(*link, bin))
+		link = &(*link)->next_free;
+	next = parked_take(link);
 	if (!next)
 		return NULL;
-	stat_add(&sefer__gstats.parked, NULL, -1);
-	sefer__purge_handoff_taken();
 	remote_flush(&heap->remote);
 	owned_forget_all();
 	heap_attach(next);
