@@ -472,29 +472,9 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 }
 
 /*
- * Has a page of heap's queue for bin an OS page's worth of blocks that were freed, on its free
- * list or pending from other threads' frees (memory in use before, where a carve would touch
- * fresh pages)? Fewer are not worth a switch: a page whose last blocks come back one at a time
- * had threads switch back and forth (larson-rounds at four threads: 300-1,400 a run).
- */
-static bool heap_has_freed_blocks(struct heap *heap, unsigned bin)
-{
-	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next) {
-		uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
-		uint32_t freed = pg->reserved - pg->used, want = block_index_of(pg->div_magic, 4096);
-
-		if (xt_ptr(x))
-			freed += xt_count(x) == XT_COUNT_UNKNOWN ? want : xt_count(x);
-		if (freed >= (want ? want : 1))
-			return true;
-	}
-	return false;
-}
-
-/*
  * The calling thread's default heap `heap` is about to map a span of bin (page_find: no block
  * of bin to hand out, none to carve or borrow): when the span would take fresh memory (no
- * dirty slots), take a parked heap that has freed blocks of bin instead (heap_has_freed_blocks),
+ * dirty slots), take a parked heap that has freed blocks of bin instead (page_queue_freed),
  * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap with
  * freed blocks of bin, or heap has first-class heaps).
  */
@@ -508,7 +488,7 @@ struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 		return NULL;
 	/* a heap on the list is nobody's: its pages hold still but for the atomic xthread */
 	spin_lock(&pool_lock);
-	while (*link && !heap_has_freed_blocks(*link, bin))
+	while (*link && !sefer__page_queue_freed(*link, bin))
 		link = &(*link)->next_free;
 	next = parked_take(link);
 	if (!next)

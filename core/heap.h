@@ -177,6 +177,7 @@ SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_t
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
+SEFER_INTERNAL bool sefer__page_queue_freed(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_delayed_back(struct heap *heap, struct page *pg);
 

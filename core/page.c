@@ -406,6 +406,27 @@ bool sefer__page_queue_usable(struct heap *heap, unsigned bin)
 }
 
 /*
+ * Has a page of bin's queue a carve's worth of blocks that were freed, on its free list or
+ * pending from other threads' frees (memory in use before, where a carve would touch fresh
+ * pages)? heap_switch's test of a parked heap, which nobody runs on. Fewer are not worth a
+ * switch: a page whose last blocks come back one at a time had threads switch back and forth
+ * (larson-rounds at four threads: 300-1,400 a run).
+ */
+bool sefer__page_queue_freed(struct heap *heap, unsigned bin)
+{
+	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next) {
+		uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
+		uint32_t freed = pg->reserved - pg->used, want = page_carve_blocks(pg);
+
+		if (xt_ptr(x))
+			freed += xt_count(x) == XT_COUNT_UNKNOWN ? want : xt_count(x);
+		if (freed >= want)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Borrowing: a bin above the direct table (blocks over BORROW_MIN_SIZE, bins.h) that is out of free
  * blocks takes a free block of one of the next BORROW_BINS bins, the nearest first, before it
  * carves a block never used or maps a new span: at most 1.75x the size asked for (sized.c's
@@ -480,7 +501,7 @@ static always_inline struct page *page_find_carving(struct heap *heap, unsigned 
  * heap carved its newest page to the end while the pages behind it held the blocks other
  * threads had freed (randpos at 4 threads: peak RSS 22.0 MiB against 19.0 with it).
  */
-static noinline struct page *page_find_walk(struct heap *heap, unsigned bin, bool may_switch)
+static noinline struct page *page_find_walk(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
 	struct page *pg, *next, *first, *carve;
@@ -525,8 +546,9 @@ retry:
 	}
 	if ((pg = page_borrow(heap, bin)))
 		return pg;
-	/* a parked heap with blocks of bin rather than fresh memory (heap_switch) */
-	if (may_switch && __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) &&
+	/* the caller's default heap: a parked heap with freed blocks of bin rather than fresh
+	 * memory (heap_switch) */
+	if (heap == sefer__heap && __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) &&
 	    sefer__heap_switch(heap, bin))
 		return PAGE_SWITCHED;
 	pg = sefer__span_alloc(&heap->segments, bin_span_pages(bin), policy_segment_node(heap));
@@ -556,5 +578,5 @@ struct page *sefer__page_find(struct heap *heap, unsigned bin)
 {
 	struct page *pg = page_find_carving(heap, bin);
 
-	return pg ? pg : page_find_walk(heap, bin, heap == sefer__heap);
+	return pg ? pg : page_find_walk(heap, bin);
 }
