@@ -1407,6 +1407,8 @@ START_TEST(running_heap_switches_to_parked)
 	memset(&g, 0, sizeof(g));
 	sefer__parked_dismantle();
 	k = start_keepalive(); /* A's exit is then not the last but one */
+	struct sefer_stats st0 = stats();
+
 	pthread_create(&b, NULL, switch_run, &g);
 	while (!atomic_load(&g.filled))
 		sleep_ms(1);
@@ -1420,6 +1422,8 @@ START_TEST(running_heap_switches_to_parked)
 	ck_assert_msg(atomic_load(&segment_of(g.b_from_a)->owner) == g.a_heap,
 		      "B's block is not from A's heap");
 	ck_assert_msg(g.b_heap->parked, "B's old heap is not parked");
+	if (STATS) /* sefer_stats counts the switch */
+		ck_assert_uint_eq(stats().heaps_switched, st0.heaps_switched + 1);
 	ck_assert_ptr_nonnull(g.moved);
 	ck_assert_msg(atomic_load(&segment_of(g.moved)->owner) == g.a_heap,
 		      "the realloc's block is not from A's heap");
