@@ -76,6 +76,10 @@ void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 	unsigned bin = bin_index(size);
 	struct page *pg = sefer__page_find(heap, bin);
 
+	/* switched to a parked heap with freed blocks of bin (heap_switch), which page_find
+	 * serves (collected, before any carve behind them) without a span: no second switch */
+	while (pg == PAGE_SWITCHED)
+		pg = sefer__page_find(heap = heap_get(), bin);
 	if (!pg) {
 		errno = ENOMEM;
 		return NULL;
@@ -395,13 +399,16 @@ static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, b
 		annotate_block_resize(p, size, avail);
 		return p;
 	}
+	struct heap *home = heap_get();
 	void *q = heap_malloc_inline(heap, size);
 
 	if (!q)
 		return NULL;
 	avail = annotate_live_bytes(p, avail); /* with ASan: only what the program was given */
 	memcpy(q, p, size < avail ? size : avail);
-	if (likely(pg) && likely(page_fast_open(pg)))
+	/* The malloc may have switched the thread to a parked heap (heap_switch): pg is then
+	 * another heap's, freed into as any thread does. */
+	if (likely(pg) && likely(page_fast_open(pg)) && likely(home == heap_get()))
 		free_held_block(pg, p, true); /* page_held_here() made the free fast path's tests */
 	else
 		sefer_free_inline(p);

@@ -11,9 +11,11 @@
  *                   list of all heaps.
  *
  * Thread exit parks the thread's heap whole (below, "parked heaps") for the next thread to take
- * over, pages, free lists and all. A heap that cannot be parked is dismantled: empty segments
- * become spares, abandoned ones keep their dirty free slots until their purge deadline
- * (core/purge.c, "Timing"; core/unowned.c). The heap that leaves at most one other live heap
+ * over, pages, free lists and all; a running thread whose heap would map fresh memory for a
+ * span takes a parked heap with freed blocks of that class instead, and parks its own
+ * (heap_switch). A heap that cannot be parked is dismantled: empty segments become spares,
+ * abandoned ones keep their dirty free slots until their purge deadline (core/purge.c,
+ * "Timing"; core/unowned.c). The heap that leaves at most one other live heap
  * behind (the last worker of a process whose main thread waits) purges all of it at once
  * (parked heaps dismantled first), so RSS does not wait for a deadline that no slow path would
  * ever check, unless the program showed that its next threads come at once (core/purge.c,
@@ -50,7 +52,7 @@ static struct heap *heap_all;
 static atomic_int heaps_live; /* heaps of running threads */
 /* exited threads' heaps kept whole for the next threads (parked heaps, below) */
 static struct heap *parked;
-static unsigned nparked; /* written under pool_lock, read without it as a hint */
+SEFER_INTERNAL unsigned sefer__nparked; /* written under pool_lock, read without it as a hint */
 
 /* Slots lo..hi of heap's direct table, and of the caller's copy while heap is its default. */
 static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page *pg)
@@ -307,6 +309,17 @@ static void heap_dismantle(struct heap *heap)
  * frees into a live heap (its pages' xthread lists, its delayed list), which the next owner
  * collects. A new thread's heap (heap_init_thread) is a parked one when there is one.
  *
+ * A running thread switches too (sefer__heap_switch): when its default heap has no block of a
+ * class to hand out, none to carve or borrow and no dirty slot for a new span, so that the span
+ * would take fresh memory, and a parked heap has freed blocks of that class (on a free list, or
+ * pending from other threads' frees), the thread takes that heap and parks its own, as its exit
+ * would (its remote batches flushed, its owned-segment cache emptied, its exit hook moved to
+ * the new heap). In thread generations the last workers of a generation otherwise carve fresh
+ * pages while the heaps of the workers that exited hold the blocks the others freed into them
+ * (Documentation/decommit.rst, "a running heap takes a parked one"). Not for a thread with
+ * first-class heaps (their home is its default heap), nor for them. Whoever holds a page of
+ * the old heap across a malloc (realloc's copy) frees into it as any thread does afterwards.
+ *
  * Whoever takes a heap off the list under pool_lock holds it alone: a new thread that adopts
  * it, or the purge of the memory no thread owns (core/purge.c), which visits the parked heaps
  * (sefer__parked_each) at the global deadline to collect them and purge their slots that are
@@ -322,18 +335,18 @@ static void parked_push(struct heap *heap) __must_hold(&pool_lock)
 	__atomic_store_n(&heap->parked, true, __ATOMIC_RELAXED);
 	heap->next_free = parked;
 	parked = heap;
-	__atomic_store_n(&nparked, nparked + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, sefer__nparked + 1, __ATOMIC_RELAXED);
 }
 
 /*
  * Park heap (its thread exiting, sefer__heap cleared): true, or false when SEFER_PARKED_HEAPS
  * are parked.
  */
-static bool heap_park(struct heap *heap)
+static always_inline bool heap_park(struct heap *heap)
 {
 	uint64_t max = sefer__opt.parked_heaps, due;
 
-	if (__atomic_load_n(&nparked, __ATOMIC_RELAXED) >= max)
+	if (__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) >= max)
 		return false;
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
@@ -342,7 +355,7 @@ static bool heap_park(struct heap *heap)
 	memset(&heap->policy, 0, sizeof(heap->policy)); /* as heap_reset: ready for a new owner */
 	due = heap->segments.next_purge;
 	spin_lock(&pool_lock);
-	if (nparked >= max) {
+	if (sefer__nparked >= max) {
 		spin_unlock(&pool_lock);
 		return false;
 	}
@@ -359,12 +372,12 @@ static struct heap *parked_take_all(void)
 {
 	struct heap *all;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return NULL;
 	spin_lock(&pool_lock);
 	all = parked;
 	parked = NULL;
-	__atomic_store_n(&nparked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, 0, __ATOMIC_RELAXED);
 	for (struct heap *h = all; h; h = h->next_free)
 		__atomic_store_n(&h->parked, false, __ATOMIC_RELAXED);
 	spin_unlock(&pool_lock);
@@ -377,7 +390,25 @@ static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&po
 	*link = heap->next_free;
 	heap->next_free = NULL;
 	__atomic_store_n(&heap->parked, false, __ATOMIC_RELAXED);
-	__atomic_store_n(&nparked, nparked - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sefer__nparked, sefer__nparked - 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The heap *link points to on the parked list (NULL: none), taken off it for the calling thread,
+ * its new owner; pool_lock held, and released here.
+ */
+static always_inline struct heap *parked_take(struct heap **link) __releases(pool_lock)
+{
+	struct heap *heap = *link;
+
+	if (heap)
+		parked_unlink(link, heap);
+	spin_unlock(&pool_lock);
+	if (heap) {
+		stat_add(&sefer__gstats.parked, NULL, -1);
+		sefer__purge_handoff_taken();
+	}
+	return heap;
 }
 
 /* A parked heap for the calling thread (now its owner), prefer if parked, or NULL. */
@@ -385,7 +416,7 @@ static struct heap *heap_unpark(struct heap *prefer)
 {
 	struct heap *heap, **link = &parked;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return NULL;
 	spin_lock(&pool_lock);
 	if (prefer)
@@ -393,15 +424,9 @@ static struct heap *heap_unpark(struct heap *prefer)
 			;
 	if (!*link)
 		link = &parked;
-	heap = *link;
+	heap = parked_take(link);
 	if (heap)
-		parked_unlink(link, heap);
-	spin_unlock(&pool_lock);
-	if (!heap)
-		return NULL;
-	stat_add(&sefer__gstats.parked, NULL, -1);
-	stat_add(&sefer__gstats.adopted, NULL, 1);
-	sefer__purge_handoff_taken();
+		stat_add(&sefer__gstats.adopted, NULL, 1);
 	return heap;
 }
 
@@ -417,7 +442,7 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 	uint64_t next = 0;
 	unsigned pass;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return 0;
 	spin_lock(&parked_pass_lock);
 	pass = ++pass_seq;
@@ -446,12 +471,46 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 	return next;
 }
 
+/*
+ * The calling thread's default heap `heap` is about to map a span of bin (page_find: no block
+ * of bin to hand out, none to carve or borrow): when the span would take fresh memory (no
+ * dirty slots), take a parked heap that has freed blocks of bin instead (page_queue_freed),
+ * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap with
+ * freed blocks of bin, or heap has first-class heaps).
+ */
+struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
+{
+	struct heap *next, **link = &parked;
+
+	if (heap != sefer__heap || heap_has_children(heap) ||
+	    !__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) ||
+	    sefer__span_has_dirty_space(&heap->segments, bin_span_pages(bin)))
+		return NULL;
+	/* a heap on the list is nobody's: its pages hold still but for the atomic xthread */
+	spin_lock(&pool_lock);
+	while (*link && !sefer__page_queue_freed(*link, bin))
+		link = &(*link)->next_free;
+	next = parked_take(link);
+	if (!next)
+		return NULL;
+	remote_flush(&heap->remote);
+	owned_forget_all();
+	heap_attach(next);
+	if (!heap_park(heap)) {
+		heap_dismantle(heap);
+		sefer__heap_struct_put(heap);
+	}
+	sefer__os.thread_exit_hook(heap_thread_exit, next);
+	stat_add(&sefer__gstats.switches, NULL, 1);
+	return next;
+}
+
 /* Dismantle every parked heap (before a forced purge of what no thread owns). */
 void sefer__parked_dismantle(void) __acquires(parked_pass_lock) __releases(parked_pass_lock)
 {
 	struct heap *heap;
 
-	if (!__atomic_load_n(&nparked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED))
 		return;
 	spin_lock(&parked_pass_lock); /* a pass's heap back on the list first */
 	heap = parked_take_all();

@@ -169,10 +169,15 @@ SEFER_INTERNAL void sefer__queue_push_front(struct page_queue *q, struct page *p
 SEFER_INTERNAL void sefer__queue_push_back(struct page_queue *q, struct page *pg);
 SEFER_INTERNAL void sefer__queue_remove(struct page_queue *q, struct page *pg);
 SEFER_INTERNAL __must_check struct page *sefer__page_find(struct heap *heap, unsigned bin);
+/* page_find's answer when the calling thread switched to a parked heap instead (heap_switch) */
+#define PAGE_SWITCHED ((struct page *)1)
+SEFER_INTERNAL struct heap *sefer__heap_switch(struct heap *heap, unsigned bin);
+SEFER_INTERNAL_EXTERN unsigned sefer__nparked; /* parked heaps (a hint, read relaxed) */
 SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag);
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
+SEFER_INTERNAL bool sefer__page_queue_freed(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);
 SEFER_INTERNAL void sefer__page_delayed_back(struct heap *heap, struct page *pg);
 

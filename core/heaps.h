@@ -43,6 +43,12 @@ static inline bool heap_reclaims(const struct heap *heap)
 	return !heap->fc.first_class;
 }
 
+/* Has the thread whose default heap is heap first-class heaps (their home is heap)? Owner. */
+static inline bool heap_has_children(const struct heap *heap)
+{
+	return heap->fc.children != NULL;
+}
+
 /* Is owner (a small segment's owner field) a first-class heap of the thread whose default
  * heap is me? Any thread; owner may be NULL or HELD_OWNER (core/owner.h). */
 static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)
@@ -131,6 +137,12 @@ static inline bool heap_reclaims(const struct heap *heap)
 {
 	(void)heap;
 	return true;
+}
+
+static inline bool heap_has_children(const struct heap *heap)
+{
+	(void)heap;
+	return false;
 }
 
 static inline bool heap_is_mine(const struct heap *owner, const struct heap *me)

@@ -55,6 +55,14 @@ static struct segment *span_place(struct segment_set *set, unsigned n, int node,
 	return seg;
 }
 
+/* Is there a run of n dirty free slots in the set's segments (memory a span reuses warm)? */
+bool sefer__span_has_dirty_space(struct segment_set *set, unsigned n)
+{
+	int idx;
+
+	return find_space(set, n, SEFER_NO_NODE, true, &idx) != NULL;
+}
+
 /* Is there a run of n free slots in the set's segments? */
 bool sefer__span_has_space(struct segment_set *set, unsigned n)
 {

@@ -12,6 +12,7 @@
 SEFER_INTERNAL __must_check struct page *sefer__span_alloc(struct segment_set *set, unsigned pages,
 							   int node);
 SEFER_INTERNAL bool sefer__span_has_space(struct segment_set *set, unsigned pages);
+SEFER_INTERNAL bool sefer__span_has_dirty_space(struct segment_set *set, unsigned pages);
 SEFER_INTERNAL void sefer__span_free(struct segment_set *set, struct page *pg);
 
 #endif

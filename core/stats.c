@@ -52,6 +52,7 @@ void sefer__stats_collect(struct sefer_stats *st, struct class_use *classes)
 	st->handoffs_kept = G(handoffs_kept);
 	st->heaps_parked = G(parked);
 	st->heaps_adopted = G(adopted);
+	st->heaps_switched = G(switches);
 	st->in_use_peak_bytes = stats_max_u64(G(inuse_peak_bytes), u.bytes);
 	st->in_use_peak_blocks = stats_max_u64(G(inuse_peak_blocks), u.blocks);
 #undef G

@@ -18,6 +18,7 @@ struct global_stats {
 	atomic_llong handoffs_kept;  /* last workers' exits that left their memory to the next */
 	atomic_llong abandoned, reclaimed;
 	atomic_llong parked, adopted; /* exited threads' heaps parked now, taken over whole */
+	atomic_llong switches; /* default heaps swapped for a parked one (heap_switch) */
 	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;
 	atomic_llong heaps; /* first-class heaps alive */

@@ -110,10 +110,11 @@ static void stats_table(struct stats_sink *s, const struct sefer_stats *st,
 		  (unsigned long long)st->xthread_frees, stats_human(st->purged).s,
 		  (unsigned long long)st->purge_raises, (unsigned long long)st->handoffs_kept);
 	stats_out(s,
-		  "sefer:   heaps %llu made (first-class alive %llu, parked %llu, adopted %llu), "
-		  "segments abandoned %llu, reclaimed %llu, lock waits yielded %llu\n",
+		  "sefer:   heaps %llu made (first-class alive %llu, parked %llu, adopted %llu, "
+		  "switched %llu), segments abandoned %llu, reclaimed %llu, lock waits yielded %llu\n",
 		  (unsigned long long)st->threads, (unsigned long long)st->heaps,
 		  (unsigned long long)st->heaps_parked, (unsigned long long)st->heaps_adopted,
+		  (unsigned long long)st->heaps_switched,
 		  (unsigned long long)st->abandoned, (unsigned long long)st->reclaimed,
 		  (unsigned long long)st->lock_yields);
 	if (IS_ENABLED(CONFIG_STATS_CALLS))
@@ -211,6 +212,7 @@ static void stats_json(struct stats_sink *s, const struct sefer_stats *st,
 	M(handoffs_kept);
 	M(heaps_parked);
 	M(heaps_adopted);
+	M(heaps_switched);
 #undef M
 	stats_out(s, ", \"classes\": [");
 	for (unsigned b = 1, first = 1; b < NBINS; b++) {

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/block.h"
 #include "core/heap.h"
 #include "core/init.h"
 #include "core/options.h"
@@ -1320,6 +1321,125 @@ START_TEST(unowned_backoff_follows_reuse)
 }
 END_TEST
 
+/*
+ * A running thread whose heap is about to take fresh memory for a span (no block, nothing to
+ * carve, no dirty slot) switches to a parked heap that has memory for that class, and its own
+ * heap is parked in its place (core/heap.c, heap_switch). B fills a page of SWITCH_SIZE blocks
+ * in its own heap; A, started after, leaves a page of that class with 15 free blocks and exits
+ * (parked); B's next block of the class, a realloc of a block of its own heap, comes from A's
+ * heap, which is B's heap from then on. The realloc's free of the old block then goes to the
+ * old heap (now parked) as any thread's free does, not onto its page's free list as its
+ * owner's.
+ */
+#define SWITCH_SIZE 512 /* a class whose span is one 64 KiB page, no other test's here */
+#define SWITCH_OLD 80
+
+struct switch_gen {
+	atomic_int filled, go, done;
+	struct heap *b_heap, *a_heap, *b_after;
+	void *a_left, *b_from_a, *old, *moved;
+	bool old_on_free_list;
+	void *held[1024];
+	size_t nheld;
+};
+
+static void *switch_leave(void *arg)
+{
+	struct switch_gen *g = arg;
+	void *v[16];
+
+	/* 15 freed: more than an OS page's worth (8), what a switch asks of a parked heap */
+	for (int i = 0; i < 16; i++)
+		v[i] = sefer_malloc(SWITCH_SIZE);
+	for (int i = 1; i < 16; i++)
+		sefer_free(v[i]);
+	g->a_left = v[0];
+	g->a_heap = heap_get();
+	return NULL;
+}
+
+static bool on_free_list(const struct page *pg, const void *p)
+{
+	for (const struct block *b = pg->free; b; b = block_next(pg, b))
+		if (b == p)
+			return true;
+	return false;
+}
+
+static void *switch_run(void *arg)
+{
+	struct switch_gen *g = arg;
+	struct page *first, *old_pg;
+	void *p;
+
+	g->old = sefer_malloc(SWITCH_OLD);
+	sefer_free(sefer_malloc(SWITCH_OLD)); /* a free opens the page's fast path (is_zero) */
+	g->b_heap = heap_get();
+	p = sefer_malloc(SWITCH_SIZE);
+	first = page_of(segment_of(p), p);
+	g->held[g->nheld++] = p;
+	while (first->free || first->reserved < first->capacity) { /* fill it, carved whole */
+		p = sefer_malloc(SWITCH_SIZE);
+		ck_assert_ptr_eq(page_of(segment_of(p), p), first);
+		g->held[g->nheld++] = p;
+	}
+	atomic_store(&g->filled, 1);
+	while (!atomic_load(&g->go))
+		sleep_ms(1);
+	/* the realloc's malloc switches: the old block's page is no longer this thread's */
+	memset(g->old, 7, SWITCH_OLD);
+	old_pg = page_of(segment_of(g->old), g->old);
+	g->moved = sefer_realloc(g->old, SWITCH_SIZE);
+	g->b_after = heap_get();
+	g->old_on_free_list = on_free_list(old_pg, g->old);
+	g->b_from_a = sefer_malloc(SWITCH_SIZE);
+	atomic_store(&g->done, 1);
+	return NULL;
+}
+
+START_TEST(running_heap_switches_to_parked)
+{
+	static struct switch_gen g;
+	pthread_t k, a, b;
+
+	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return; /* SEFER_PARKED_HEAPS=0; the magazine keeps A's freed blocks */
+	memset(&g, 0, sizeof(g));
+	sefer__parked_dismantle();
+	k = start_keepalive(); /* A's exit is then not the last but one */
+	struct sefer_stats st0 = stats();
+
+	pthread_create(&b, NULL, switch_run, &g);
+	while (!atomic_load(&g.filled))
+		sleep_ms(1);
+	pthread_create(&a, NULL, switch_leave, &g);
+	pthread_join(a, NULL);
+	ck_assert_msg(g.a_heap->parked, "A's heap is not parked");
+	atomic_store(&g.go, 1);
+	pthread_join(b, NULL);
+	ck_assert_ptr_ne(g.a_heap, g.b_heap);
+	ck_assert_msg(g.b_after == g.a_heap, "B did not switch to A's parked heap");
+	ck_assert_msg(atomic_load(&segment_of(g.b_from_a)->owner) == g.a_heap,
+		      "B's block is not from A's heap");
+	ck_assert_msg(g.b_heap->parked, "B's old heap is not parked");
+	if (STATS) /* sefer_stats counts the switch */
+		ck_assert_uint_eq(stats().heaps_switched, st0.heaps_switched + 1);
+	ck_assert_ptr_nonnull(g.moved);
+	ck_assert_msg(atomic_load(&segment_of(g.moved)->owner) == g.a_heap,
+		      "the realloc's block is not from A's heap");
+	ck_assert_uint_eq(((uint8_t *)g.moved)[SWITCH_OLD - 1], 7);
+	ck_assert_msg(!g.old_on_free_list,
+		      "realloc freed the old block as its owner after the switch");
+	for (size_t i = 0; i < g.nheld; i++)
+		sefer_free(g.held[i]);
+	sefer_free(g.b_from_a);
+	sefer_free(g.moved);
+	sefer_free(g.a_left);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 Suite *generations_suite(void)
 {
 	Suite *s = suite_create("generations");
@@ -1342,6 +1462,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
 	tcase_add_test(tc, handoff_bounded_by_next_use);
 	tcase_add_test(tc, unowned_backoff_follows_reuse);
+	tcase_add_test(tc, running_heap_switches_to_parked);
 	suite_add_tcase(s, tc);
 	return s;
 }

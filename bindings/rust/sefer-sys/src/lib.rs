@@ -70,6 +70,9 @@ pub struct sefer_stats {
     pub heaps_parked: u64,
     /// Parked heaps that a new thread took over.
     pub heaps_adopted: u64,
+    /// Parked heaps that a running thread took for its own, parking its heap in their place,
+    /// rather than map fresh memory.
+    pub heaps_switched: u64,
 }
 
 /// `sefer_stats_print` flag: add the per-size-class table.
