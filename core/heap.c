@@ -235,6 +235,7 @@ void sefer__heap_struct_put(struct heap *heap)
 void sefer__heap_setup(struct heap *heap)
 {
 	sefer__heap_reset(heap);
+	heap->taken_over = false;
 	heap_peaks_reset(&heap->stats);
 	heap_shuffle_seed(heap);
 	heap->segments.live = true;
@@ -254,7 +255,9 @@ struct heap *sefer__heap_init_thread_for(struct heap *prefer)
 	if (sefer__heap != &sefer__heap_empty)
 		return sefer__heap; /* made while process_init() ran (recursive allocation) */
 	heap = heap_unpark(prefer);
-	if (!heap) {
+	if (heap)
+		heap->taken_over = true;
+	else {
 		heap = sefer__heap_struct_get();
 		if (!heap)
 			return NULL;
@@ -316,9 +319,16 @@ static void heap_dismantle(struct heap *heap)
  * would (its remote batches flushed, its owned-segment cache emptied, its exit hook moved to
  * the new heap). In thread generations the last workers of a generation otherwise carve fresh
  * pages while the heaps of the workers that exited hold the blocks the others freed into them
- * (Documentation/decommit.rst, "a running heap takes a parked one"). Not for a thread with
- * first-class heaps (their home is its default heap), nor for them. Whoever holds a page of
- * the old heap across a malloc (realloc's copy) frees into it as any thread does afterwards.
+ * (Documentation/decommit.rst, "a running heap takes a parked one"). Only a heap the thread
+ * took over (from an exited thread, or by an earlier switch: heap->taken_over), a thread of a
+ * generation: a heap made for its thread holds all that thread kept since it started (a main
+ * thread's globals, a test runner's lists), which a switch would park, and the last exit of
+ * the workers dismantle, with the thread still running: its live blocks would lie in
+ * abandoned segments, and those its thread frees later would keep them so until a slow path
+ * somewhere reclaims them (found as check-unit's one-process run left a segment abandoned
+ * when its runner thread switched). Not for a thread with first-class heaps (their home is
+ * its default heap), nor for them. Whoever holds a page of the old heap across a malloc
+ * (realloc's copy) frees into it as any thread does afterwards.
  *
  * Whoever takes a heap off the list under pool_lock holds it alone: a new thread that adopts
  * it, or the purge of the memory no thread owns (core/purge.c), which visits the parked heaps
@@ -482,7 +492,7 @@ struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 {
 	struct heap *next, **link = &parked;
 
-	if (heap != sefer__heap || heap_has_children(heap) ||
+	if (heap != sefer__heap || !heap->taken_over || heap_has_children(heap) ||
 	    !__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) ||
 	    sefer__span_has_dirty_space(&heap->segments, bin_span_pages(bin)))
 		return NULL;
@@ -493,6 +503,7 @@ struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 	next = parked_take(link);
 	if (!next)
 		return NULL;
+	next->taken_over = true;
 	remote_flush(&heap->remote);
 	owned_forget_all();
 	heap_attach(next);

@@ -73,6 +73,9 @@ struct heap {
 	struct page_queue full;		   /* pages with none, waiting for frees */
 	_Atomic(struct page *) delayed cacheline_aligned; /* full pages that got xthread frees */
 	bool parked; /* on the parked list (core/heap.c): any thread reads it, relaxed */
+	/* taken over from an exited thread, or by a switch (core/heap.c, "parked heaps"), not
+	 * made for its thread: only such a heap switches (heap_switch). Its owner's. */
+	bool taken_over;
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */

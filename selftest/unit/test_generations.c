@@ -1324,9 +1324,10 @@ END_TEST
 /*
  * A running thread whose heap is about to take fresh memory for a span (no block, nothing to
  * carve, no dirty slot) switches to a parked heap that has memory for that class, and its own
- * heap is parked in its place (core/heap.c, heap_switch). B fills a page of SWITCH_SIZE blocks
- * in its own heap; A, started after, leaves a page of that class with 15 free blocks and exits
- * (parked); B's next block of the class, a realloc of a block of its own heap, comes from A's
+ * heap is parked in its place (core/heap.c, heap_switch), when its heap is one it took over
+ * (a thread of a generation). B takes over the heap C left, fills a page of SWITCH_SIZE blocks
+ * in it; A, started after, leaves a page of that class with 15 free blocks and exits
+ * (parked); B's next block of the class, a realloc of a block of its heap, comes from A's
  * heap, which is B's heap from then on. The realloc's free of the old block then goes to the
  * old heap (now parked) as any thread's free does, not onto its page's free list as its
  * owner's.
@@ -1336,9 +1337,10 @@ END_TEST
 
 struct switch_gen {
 	atomic_int filled, go, done;
-	struct heap *b_heap, *a_heap, *b_after;
-	void *a_left, *b_from_a, *old, *moved;
+	struct heap *b_heap, *a_heap, *b_after, *c_heap;
+	void *a_left, *b_from_a, *old, *moved, *c_left;
 	bool old_on_free_list;
+	pthread_t keepalive;
 	void *held[1024];
 	size_t nheld;
 };
@@ -1397,46 +1399,108 @@ static void *switch_run(void *arg)
 	return NULL;
 }
 
+/* C: leaves a heap with one live block and no dirty slot, parked, for B to take over. */
+static void *switch_first(void *arg)
+{
+	struct switch_gen *g = arg;
+
+	g->c_left = sefer_malloc(SWITCH_OLD);
+	g->c_heap = heap_get();
+	return NULL;
+}
+
+/*
+ * B fills its page, A leaves a parked heap with free blocks of the class, B reallocs: B on a
+ * heap it took over from C (b_takes_over), or on the heap made for it. Returns the count of
+ * switches over the run; the keepalive thread makes no exit the last but one.
+ */
+static uint64_t switch_scenario(struct switch_gen *g, bool b_takes_over)
+{
+	pthread_t a, b, c;
+	uint64_t switched;
+
+	memset(g, 0, sizeof(*g));
+	sefer__parked_dismantle();
+	g->keepalive = start_keepalive(); /* A's exit is then not the last but one */
+	switched = stats().heaps_switched;
+	if (b_takes_over) {
+		pthread_create(&c, NULL, switch_first, g);
+		pthread_join(c, NULL);
+		ck_assert_msg(g->c_heap->parked, "C's heap is not parked");
+	}
+	pthread_create(&b, NULL, switch_run, g);
+	while (!atomic_load(&g->filled))
+		sleep_ms(1);
+	if (b_takes_over)
+		ck_assert_msg(g->b_heap == g->c_heap, "B did not take C's parked heap over");
+	pthread_create(&a, NULL, switch_leave, g);
+	pthread_join(a, NULL);
+	ck_assert_msg(g->a_heap->parked, "A's heap is not parked");
+	atomic_store(&g->go, 1);
+	pthread_join(b, NULL);
+	switched = stats().heaps_switched - switched;
+	ck_assert_ptr_nonnull(g->moved);
+	ck_assert_uint_eq(((uint8_t *)g->moved)[SWITCH_OLD - 1], 7);
+	return switched;
+}
+
+/* Every block the scenario left, freed; the keepalive thread's exit is the last but one. */
+static void switch_cleanup(struct switch_gen *g)
+{
+	for (size_t i = 0; i < g->nheld; i++)
+		sefer_free(g->held[i]);
+	sefer_free(g->b_from_a);
+	sefer_free(g->moved);
+	sefer_free(g->a_left);
+	sefer_free(g->c_left);
+	stop_keepalive(g->keepalive);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+
 START_TEST(running_heap_switches_to_parked)
 {
 	static struct switch_gen g;
-	pthread_t k, a, b;
+	uint64_t switched;
 
 	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
 		return; /* SEFER_PARKED_HEAPS=0; the magazine keeps A's freed blocks */
-	memset(&g, 0, sizeof(g));
-	sefer__parked_dismantle();
-	k = start_keepalive(); /* A's exit is then not the last but one */
-	struct sefer_stats st0 = stats();
-
-	pthread_create(&b, NULL, switch_run, &g);
-	while (!atomic_load(&g.filled))
-		sleep_ms(1);
-	pthread_create(&a, NULL, switch_leave, &g);
-	pthread_join(a, NULL);
-	ck_assert_msg(g.a_heap->parked, "A's heap is not parked");
-	atomic_store(&g.go, 1);
-	pthread_join(b, NULL);
+	switched = switch_scenario(&g, true);
 	ck_assert_ptr_ne(g.a_heap, g.b_heap);
 	ck_assert_msg(g.b_after == g.a_heap, "B did not switch to A's parked heap");
 	ck_assert_msg(atomic_load(&segment_of(g.b_from_a)->owner) == g.a_heap,
 		      "B's block is not from A's heap");
 	ck_assert_msg(g.b_heap->parked, "B's old heap is not parked");
 	if (STATS) /* sefer_stats counts the switch */
-		ck_assert_uint_eq(stats().heaps_switched, st0.heaps_switched + 1);
-	ck_assert_ptr_nonnull(g.moved);
+		ck_assert_uint_eq(switched, 1);
 	ck_assert_msg(atomic_load(&segment_of(g.moved)->owner) == g.a_heap,
 		      "the realloc's block is not from A's heap");
-	ck_assert_uint_eq(((uint8_t *)g.moved)[SWITCH_OLD - 1], 7);
 	ck_assert_msg(!g.old_on_free_list,
 		      "realloc freed the old block as its owner after the switch");
-	for (size_t i = 0; i < g.nheld; i++)
-		sefer_free(g.held[i]);
-	sefer_free(g.b_from_a);
-	sefer_free(g.moved);
-	sefer_free(g.a_left);
-	stop_keepalive(k);
-	ck_assert_uint_eq(sefer_check_heap(), 0);
+	switch_cleanup(&g);
+}
+END_TEST
+
+/*
+ * The same with B on the heap made for it: no switch (heap_switch: only a heap taken over).
+ * B's realloc maps fresh memory; A's heap stays parked. Were B's own heap parked, the last
+ * exit would dismantle it with B's blocks in it (core/heap.c).
+ */
+START_TEST(own_heap_does_not_switch)
+{
+	static struct switch_gen g;
+	uint64_t switched;
+
+	if (!sefer__opt.parked_heaps || IS_ENABLED(CONFIG_POLICY_FASTBIN))
+		return;
+	switched = switch_scenario(&g, false);
+	ck_assert_msg(g.b_after == g.b_heap, "B switched away from its own heap");
+	if (STATS)
+		ck_assert_uint_eq(switched, 0);
+	ck_assert_msg(atomic_load(&segment_of(g.moved)->owner) == g.b_heap,
+		      "the realloc's block is not from B's heap");
+	ck_assert_msg(g.a_heap->parked, "A's heap was taken off the parked list");
+	ck_assert_msg(g.old_on_free_list, "B's realloc did not free its old block as its owner");
+	switch_cleanup(&g);
 }
 END_TEST
 
@@ -1463,6 +1527,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, handoff_bounded_by_next_use);
 	tcase_add_test(tc, unowned_backoff_follows_reuse);
 	tcase_add_test(tc, running_heap_switches_to_parked);
+	tcase_add_test(tc, own_heap_does_not_switch);
 	suite_add_tcase(s, tc);
 	return s;
 }
