@@ -111,7 +111,8 @@ struct sefer_stats {
 	uint64_t heaps_parked;	     /* exited threads' heaps kept whole for the next threads, now */
 	uint64_t heaps_adopted;	     /* parked heaps a new thread took over */
 	uint64_t heaps_switched;     /* parked heaps a running thread took for its own (which
-				      * it parked in their place) rather than map fresh memory */
+				      * it parked in their place) rather than map fresh memory;
+				      * only from a heap it had taken over itself */
 };
 
 /*
