@@ -255,9 +255,7 @@ struct heap *sefer__heap_init_thread_for(struct heap *prefer)
 	if (sefer__heap != &sefer__heap_empty)
 		return sefer__heap; /* made while process_init() ran (recursive allocation) */
 	heap = heap_unpark(prefer);
-	if (heap)
-		heap->taken_over = true;
-	else {
+	if (!heap) {
 		heap = sefer__heap_struct_get();
 		if (!heap)
 			return NULL;
@@ -405,7 +403,7 @@ static void parked_unlink(struct heap **link, struct heap *heap) __must_hold(&po
 
 /*
  * The heap *link points to on the parked list (NULL: none), taken off it for the calling thread,
- * its new owner; pool_lock held, and released here.
+ * its new owner (taken over: it may switch, heap_switch); pool_lock held, and released here.
  */
 static always_inline struct heap *parked_take(struct heap **link) __releases(pool_lock)
 {
@@ -415,6 +413,7 @@ static always_inline struct heap *parked_take(struct heap **link) __releases(poo
 		parked_unlink(link, heap);
 	spin_unlock(&pool_lock);
 	if (heap) {
+		heap->taken_over = true;
 		stat_add(&sefer__gstats.parked, NULL, -1);
 		sefer__purge_handoff_taken();
 	}
@@ -482,18 +481,18 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 }
 
 /*
- * The calling thread's default heap `heap` is about to map a span of bin (page_find: no block
- * of bin to hand out, none to carve or borrow): when the span would take fresh memory (no
- * dirty slots), take a parked heap that has freed blocks of bin instead (page_queue_freed),
- * and park `heap` in its place. Returns the new heap, or NULL (no switch: no parked heap with
- * freed blocks of bin, or heap has first-class heaps).
+ * The calling thread's default heap `heap`, one it took over, with heaps parked (page_find's
+ * tests, before the call), is about to map a span of bin (no block of bin to hand out, none
+ * to carve or borrow): when the span would take fresh memory (no dirty slots), take a parked
+ * heap that has freed blocks of bin instead (page_queue_freed), and park `heap` in its place.
+ * Returns the new heap, or NULL (no switch: dirty slots, no parked heap with freed blocks of
+ * bin, or heap has first-class heaps).
  */
 struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 {
 	struct heap *next, **link = &parked;
 
-	if (heap != sefer__heap || !heap->taken_over || heap_has_children(heap) ||
-	    !__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) ||
+	if (heap_has_children(heap) ||
 	    sefer__span_has_dirty_space(&heap->segments, bin_span_pages(bin)))
 		return NULL;
 	/* a heap on the list is nobody's: its pages hold still but for the atomic xthread */
@@ -503,7 +502,6 @@ struct heap *sefer__heap_switch(struct heap *heap, unsigned bin)
 	next = parked_take(link);
 	if (!next)
 		return NULL;
-	next->taken_over = true;
 	remote_flush(&heap->remote);
 	owned_forget_all();
 	heap_attach(next);

@@ -546,10 +546,10 @@ retry:
 	}
 	if ((pg = page_borrow(heap, bin)))
 		return pg;
-	/* the caller's default heap: a parked heap with freed blocks of bin rather than fresh
-	 * memory (heap_switch) */
-	if (heap == sefer__heap && __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) &&
-	    sefer__heap_switch(heap, bin))
+	/* the caller's default heap, one it took over: a parked heap with freed blocks of bin
+	 * rather than fresh memory (heap_switch) */
+	if (heap == sefer__heap && heap->taken_over &&
+	    __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) && sefer__heap_switch(heap, bin))
 		return PAGE_SWITCHED;
 	pg = sefer__span_alloc(&heap->segments, bin_span_pages(bin), policy_segment_node(heap));
 	/* after the span took the dirty slots it wanted (core/span.c) */

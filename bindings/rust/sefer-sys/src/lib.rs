@@ -71,7 +71,7 @@ pub struct sefer_stats {
     /// Parked heaps that a new thread took over.
     pub heaps_adopted: u64,
     /// Parked heaps that a running thread took for its own, parking its heap in their place,
-    /// rather than map fresh memory.
+    /// rather than map fresh memory; only from a heap it had taken over itself.
     pub heaps_switched: u64,
 }
 
