@@ -17,11 +17,17 @@
 
 /*
  * calloc's block holds a range [from, to) that reads as zero without having been written
- * (fresh or purged memory): fault its whole OS pages in for writing at once, up to
- * sefer_opt.calloc_prefault bytes into the block (CONFIG_CALLOC_PREFAULT_KB). Left alone, a
- * page the program reads before it writes takes two faults on Linux (the read maps the
- * shared zero page, the write replaces it): redis's dict rehash reads every bucket of its
- * new, calloc'ed table before it writes it (Documentation/benchmarks.rst).
+ * (fresh or purged memory): fault its OS pages in for writing, up to sefer_opt.calloc_prefault
+ * bytes into the block (CONFIG_CALLOC_PREFAULT_KB), the page that holds the last of those
+ * bytes included. Left alone, a page the program reads before it writes takes two faults on
+ * Linux (the read maps the shared zero page, the write replaces it and flushes the other
+ * CPUs' TLBs): redis's dict rehash reads every bucket of its new, calloc'ed table before it
+ * writes it (Documentation/benchmarks.rst), and a program that checks that its calloc'ed
+ * blocks read as zero (tgstress) met it on the last page of each block above a page, where
+ * no later block was carved yet (the write faults: 1.7% of tgstress's time, 0.2% with that
+ * page faulted in here too). A page that byte from lies inside (not at its start) was written already:
+ * the block's link, or the bytes cleared. One page is faulted in by a store of zero (no
+ * system call), more by one populate call.
  */
 static void prefault_zeroed(void *block, size_t from, size_t to)
 {
@@ -32,9 +38,13 @@ static void prefault_zeroed(void *block, size_t from, size_t to)
 		return;
 	if (to > sefer__opt.calloc_prefault)
 		to = (size_t)sefer__opt.calloc_prefault;
+	if (from >= to)
+		return;
 	start = align_up((uintptr_t)block + from, ps);
-	end = ((uintptr_t)block + to) & ~(uintptr_t)(ps - 1);
-	if (start < end)
+	end = align_up((uintptr_t)block + to, ps);
+	if (start + ps == end)
+		*(volatile char *)start = 0; /* start lies in [block + from, block + to) */
+	else if (start < end)
 		sefer__os.populate((void *)start, end - start);
 }
 

@@ -272,6 +272,36 @@ static void calloc_prefault_medium(bool works)
 }
 
 /*
+ * A calloc block from a fresh page that ends in an OS page of its own: that page is in
+ * memory when calloc returns, faulted in for writing (a store of zero), so a program that
+ * reads the block before writing it takes one fault there, not two (the shared zero page,
+ * then its own). A 5000 B block (class 5120) of a fresh page: its link is written in its
+ * first page, its last 904 or more bytes lie in the next, where no other block starts yet.
+ */
+static void calloc_prefault_tail(void)
+{
+#if IS_ENABLED(CONFIG_HEAPS)
+	const size_t size = 5000;
+	struct sefer_heap *h;
+	uint8_t *p;
+
+	sefer_collect(true); /* no dirty slot left: the heap's first page is zeroed memory */
+	h = sefer_heap_new();
+	ck_assert_ptr_nonnull(h);
+	p = sefer_heap_calloc(h, 1, size);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(page_of(segment_of(p), p)->is_zero); /* else it was cleared, not faulted */
+	uintptr_t tail = ((uintptr_t)p + size - 1) & ~(uintptr_t)4095;
+
+	ck_assert_uint_gt(tail, (uintptr_t)p);
+	ck_assert_msg(resident_pages((const void *)tail, 4096) == 1,
+		      "the last page of calloc'd block %p is not in memory", (void *)p);
+	ck_assert_uint_eq(nonzero_bytes(p, size), 0);
+	sefer_heap_destroy(h);
+#endif
+}
+
+/*
  * calloc of fresh memory (a new large segment; a first-class heap's fresh page for a medium
  * block) faults the block's pages in for writing up to SEFER_CALLOC_PREFAULT bytes into it,
  * without clearing anything (the pages past the bound stay out of memory, so nothing was
@@ -308,6 +338,7 @@ START_TEST(calloc_prefault)
 
 	sefer__opt.calloc_prefault = 2 * MiB;
 	calloc_prefault_medium(works);
+	calloc_prefault_tail();
 	sefer__opt.calloc_prefault = was;
 }
 END_TEST
