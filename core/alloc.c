@@ -25,9 +25,9 @@
  * writes it (Documentation/benchmarks.rst), and a program that checks that its calloc'ed
  * blocks read as zero (tgstress) met it on the last page of each block above a page, where
  * no later block was carved yet (the write faults: 1.7% of tgstress's time, 0.2% with that
- * page faulted in here too). A page that byte from lies inside (not at its start) was written already:
- * the block's link, or the bytes cleared. One page is faulted in by a store of zero (no
- * system call), more by one populate call.
+ * page faulted in here too). A page that byte from lies inside (not at its start) was written
+ * already: the block's link, or the bytes cleared. One page is faulted in by a store of zero
+ * (no system call), more by one populate call.
  */
 static void prefault_zeroed(void *block, size_t from, size_t to)
 {

@@ -13,7 +13,8 @@
  * What counts as in use: a block from its malloc until its free reaches its page's count: a
  * local free at once, a free from another thread when the owner collects it (it waits on the
  * page's cross-thread list until then). A block a policy keeps (fastbin's magazine) is free:
- * its page still counts it as used, so the walk takes the policies' own counts off (held). Bytes are usable bytes: the block size of the size class, the large block's size.
+ * its page still counts it as used, so the walk takes the policies' own counts off (held).
+ * Bytes are usable bytes: the block size of the size class, the large block's size.
  *
  * Peaks are sampled, not tracked: in_use_peak_* is the highest total seen at a sample, taken
  * at every stats query (sefer_stats_get, sefer_heap_stats, mallinfo2, the printers) and on the
