@@ -290,6 +290,7 @@ static void heap_dismantle(struct heap *heap)
 		sefer__queue_push_back(&heap->bins[pg->bin], pg);
 	}
 	sefer__policy_heap_exit_all(heap);
+	heap->policy_kept_until = 0;
 	sefer__heap_release_empty(heap, true); /* segments it empties become spares (!live) */
 	sefer__set_cache_to_spares(&heap->segments);
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
@@ -304,11 +305,15 @@ static void heap_dismantle(struct heap *heap)
  * queued with their free lists, its segments keep their owner (the heap), so the next thread
  * allocates from them at once, with no reclaim walk, no purge and no fault. So thread exit
  * parks its heap: the thread's batched remote frees are flushed, its first-class heaps
- * orphaned, its policies' caches emptied, its delayed pages and empty pages collected as a
- * slow path would, and the heap joins the parked list (at most SEFER_PARKED_HEAPS; past that it
- * is dismantled). Nobody runs on a parked heap: other threads' frees into it are cross-thread
- * frees into a live heap (its pages' xthread lists, its delayed list), which the next owner
- * collects. A new thread's heap (heap_init_thread) is a parked one when there is one.
+ * orphaned, its policies' caches emptied but for what a policy keeps for the next owner
+ * (heap_park: the large cache, whose segments the next thread's requests then hit; given back
+ * through heap_exit once the purge delay of memory no thread owns has passed, at the next
+ * pass over the parked heaps, or when the heap is dismantled: heap->policy_kept_until), its
+ * delayed pages and empty pages collected as a slow path would, and the heap joins the parked
+ * list (at most SEFER_PARKED_HEAPS; past that it is dismantled). Nobody runs on a parked
+ * heap: other threads' frees into it are cross-thread frees into a live heap (its pages'
+ * xthread lists, its delayed list), which the next owner collects. A new thread's heap
+ * (heap_init_thread) is a parked one when there is one.
  *
  * A running thread switches too (sefer__heap_switch): when its default heap has no block of a
  * class to hand out, none to carve or borrow and no dirty slot for a new span, so that the span
@@ -359,9 +364,14 @@ static always_inline bool heap_park(struct heap *heap)
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
 	sefer__purge_span_tails(&heap->segments); /* core/purge.c, "span tails" */
-	sefer__policy_heap_exit_all(heap);
-	memset(&heap->policy, 0, sizeof(heap->policy)); /* as heap_reset: ready for a new owner */
+	/* the policies keep what the next owner can use (its large cache), until a deadline */
+	heap->policy_kept_until = 0;
+	if (sefer__policy_heap_park_all(heap))
+		heap->policy_kept_until = sefer__purge_kept_until();
 	due = heap->segments.next_purge;
+	if (heap->policy_kept_until && heap->policy_kept_until != UINT64_MAX &&
+	    (!due || heap->policy_kept_until < due))
+		due = heap->policy_kept_until;
 	spin_lock(&pool_lock);
 	if (sefer__nparked >= max) {
 		spin_unlock(&pool_lock);
@@ -414,6 +424,7 @@ static always_inline struct heap *parked_take(struct heap **link) __releases(poo
 	spin_unlock(&pool_lock);
 	if (heap) {
 		heap->taken_over = true;
+		heap->policy_kept_until = 0; /* what the policies kept is the new owner's */
 		stat_add(&sefer__gstats.parked, NULL, -1);
 		sefer__purge_handoff_taken();
 	}

@@ -76,6 +76,10 @@ struct heap {
 	/* taken over from an exited thread, or by a switch (core/heap.c, "parked heaps"), not
 	 * made for its thread: only such a heap switches (heap_switch). Its owner's. */
 	bool taken_over;
+	/* parked with policy state kept for its next owner (heap_park): the ms from which the
+	 * purge releases it (core/purge.c, parked_purge_due), 0 if nothing is kept. Written by
+	 * whoever holds the heap (its exiting thread, a pass, its next owner). */
+	uint64_t policy_kept_until;
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */

@@ -3,6 +3,8 @@
  * Slow-path hooks run over every enabled policy, in chain order (core/policy.h): each step is
  * a direct call to a constant instance's slot, an empty slot compiles to nothing.
  */
+#include <string.h>
+
 #include "core/policy.h"
 #include "core/heap.h"
 
@@ -12,6 +14,14 @@
 #define HEAP_EXIT_STEP(n)                                                                          \
 	if (policy_##n.heap_exit)                                                                  \
 		policy_##n.heap_exit(h);
+#define HEAP_PARK_STEP(n)                                                                          \
+	if (policy_##n.heap_park)                                                                  \
+		kept |= policy_##n.heap_park(h);                                                   \
+	else if (policy_##n.heap_exit)                                                             \
+		policy_##n.heap_exit(h);
+#define HEAP_PARK_RESET_STEP(n)                                                                    \
+	if (!policy_##n.heap_park)                                                                 \
+		memset(&h->policy.n, 0, sizeof(h->policy.n));
 #define COLLECT_STEP(n)                                                                            \
 	if (policy_##n.collect)                                                                    \
 		policy_##n.collect(h, force);
@@ -30,6 +40,16 @@ void sefer__policy_init_all(void)
 void sefer__policy_heap_exit_all(struct heap *h)
 {
 	SEFER_POLICIES(HEAP_EXIT_STEP)
+}
+
+/* Each policy keeps what it can for the heap's next owner, or releases all (heap_park). */
+bool sefer__policy_heap_park_all(struct heap *h)
+{
+	bool kept = false;
+
+	SEFER_POLICIES(HEAP_PARK_STEP)
+	SEFER_POLICY_HEAP_STATE(HEAP_PARK_RESET_STEP)
+	return kept;
 }
 
 void sefer__policy_collect_all(struct heap *h, bool force)

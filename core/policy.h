@@ -14,8 +14,8 @@
  * writing-a-policy.rst (the policy documentation) walks through adding one.
  *
  * Two policies filling the same slot form a chain in policy order; for each slot:
- *   init, heap_exit, collect, print_stats, segment_placed, held: every policy's hook runs, in
- *                       order.
+ *   init, heap_exit, heap_park, collect, print_stats, segment_placed, held: every policy's
+ *                       hook runs, in order.
  *   small_alloc, large_alloc, large_regrow, segment_node: the first answer wins (non-NULL, a
  *                       node other than SEFER_NO_NODE); the later policies are not asked.
  *   small_free, large_free: the first policy that keeps the block or segment wins; the later
@@ -26,7 +26,18 @@
  *   init()              process init, after options are read; no lock held; may not allocate
  *                       through malloc. Returns false to disable the policy (with a message).
  *   heap_exit(h)        the heap is being torn down (thread exit): release everything cached.
- *                       Owner thread, no lock held.
+ *                       Owner thread, no lock held. Runs again on a heap torn down twice (a
+ *                       parked heap's kept state released, then the heap dismantled): a no-op
+ *                       then.
+ *   heap_park(h)        the heap is parked whole for the next thread to take over (core/heap.c,
+ *                       "parked heaps"): keep what that thread can use, release the rest, and
+ *                       leave the state ready for a new owner (the core does not reset it).
+ *                       Returns whether it kept anything: the core then runs heap_exit on the
+ *                       parked heap once the purge delay of memory no thread owns has passed
+ *                       (core/purge.c), or when it dismantles it, whichever comes first, unless
+ *                       a thread took the heap over before. The exiting (or switching) owner
+ *                       thread, no lock held. Without it the core runs heap_exit and zeroes
+ *                       the policy's state.
  *   collect(h, force)   sefer_collect() / malloc_trim(): give cached memory back to the OS,
  *                       all of it with force, else what has aged out. Owner thread, no lock
  *                       held; the heap stays in use.
@@ -77,6 +88,7 @@ struct sefer_policy_ops {
 	const char *name;
 	bool (*init)(void);
 	void (*heap_exit)(struct heap *h);
+	bool (*heap_park)(struct heap *h);
 	void (*collect)(struct heap *h, bool force);
 	void *(*small_alloc)(struct heap *h, size_t size);
 	bool (*small_free)(struct heap *h, struct page *pg, void *p);
@@ -203,6 +215,7 @@ static inline bool policy_keeps_small_blocks(void)
 /* core/policy.c: run a slow-path hook of every policy. */
 SEFER_INTERNAL void sefer__policy_init_all(void);
 SEFER_INTERNAL void sefer__policy_heap_exit_all(struct heap *h);
+SEFER_INTERNAL bool sefer__policy_heap_park_all(struct heap *h);
 SEFER_INTERNAL void sefer__policy_collect_all(struct heap *h, bool force);
 SEFER_INTERNAL void sefer__policy_print_stats_all(void);
 SEFER_INTERNAL void sefer__policy_held_all(struct heap *h, uint64_t *counts);

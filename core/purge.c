@@ -535,27 +535,50 @@ static uint64_t abandoned_purge(struct unowned_pass *pass)
 }
 
 /*
- * A parked heap (core/heap.c), held: collect it as its owner's slow path would (the frees
- * other threads pushed, the pages they emptied), purge what its own deadlines make due, and at
- * a last exit's pass bound its dirty slots as the hand-off's. Returns its next deadline or 0.
+ * When a heap parked now releases what its policies kept for its next owner (heap_park: its
+ * large cache): once the purge delay of memory no thread owns has passed, as its dirty slots;
+ * UINT64_MAX (at its dismantling only) where nothing is purged by time.
+ */
+uint64_t sefer__purge_kept_until(void)
+{
+	uint64_t delay = sefer__purge_unowned_delay();
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || delay_is_never(delay))
+		return UINT64_MAX;
+	return sefer__os.clock_ms() + delay;
+}
+
+/*
+ * A parked heap (core/heap.c), held: release what its policies kept for its next owner once
+ * that is due (their heap_exit), collect it as its owner's slow path would (the frees other
+ * threads pushed, the pages they emptied), purge what its own deadlines make due, and at a
+ * last exit's pass bound its dirty slots as the hand-off's. Returns its next deadline or 0.
  * A forced pass finds no parked heap (dismantled first).
  */
 static uint64_t parked_purge_due(struct heap *heap, void *arg)
 {
 	struct unowned_pass *pass = arg;
 	struct segment_set *set = &heap->segments;
+	uint64_t kept = heap->policy_kept_until, next;
 
+	if (kept && pass->now >= kept) {
+		sefer__policy_heap_exit_all(heap);
+		heap->policy_kept_until = kept = 0;
+	}
+	if (kept == UINT64_MAX)
+		kept = 0;
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
 	if (!set->next_purge && !pass->handoff)
-		return 0;
+		return kept;
 	if (!set->next_purge || pass->now >= set->next_purge)
 		sefer__purge_set(set, pass->now, false);
 	if (pass->handoff) {
 		for_each_set_segment(set, seg, true)
 			handoff_bound(seg, pass);
 	}
-	return set->next_purge;
+	next = set->next_purge;
+	return kept && (!next || kept < next) ? kept : next;
 }
 
 /*

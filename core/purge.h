@@ -44,6 +44,7 @@ SEFER_INTERNAL_EXTERN _Atomic(unsigned) sefer__unowned_backoff; /* their delay's
 SEFER_INTERNAL void sefer__global_purge_at(uint64_t when);
 SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
 SEFER_INTERNAL uint64_t sefer__purge_unowned_delay(void);
+SEFER_INTERNAL uint64_t sefer__purge_kept_until(void);
 /* thread generations: the last worker's exit, and the next threads taking what it left */
 SEFER_INTERNAL void sefer__purge_last_exit(void);
 SEFER_INTERNAL void sefer__purge_handoff_taken(void);

@@ -55,7 +55,11 @@
  *  - a segment that is neither handed back nor cached by a thread with a live heap (a free
  *    from a thread that never allocated, or during thread teardown), or is freed after the
  *    process-exit destructor ran, is released at once. heap_exit and the destructor release
- *    everything.
+ *    everything;
+ *  - a parked heap (core/heap.c) keeps its cached segments for its next owner (heap_park,
+ *    the inbox closed); the core releases them (heap_exit) when the purge delay of memory no
+ *    thread owns has passed, or when it dismantles the heap, if no thread took it over first.
+ *    Whoever holds the parked heap (a purge pass) acts as its owner.
  *
  * Decay toward "live + headroom": the live large bytes are not part of the cache, so bounding
  * live + cached by live + headroom is bounding cached by headroom.
@@ -516,9 +520,9 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 	return true;
 }
 
-void sefer__large_cache_heap_exit(struct heap *h)
+/* Close h's inbox, releasing what it held (heap_exit, heap_park). */
+static void inbox_close(struct heap *h)
 {
-	struct large_cache_heap *c = &h->policy.large_cache;
 	struct large_cache_remote *r = &h->policy_remote.large_cache;
 	struct segment *s = atomic_exchange_explicit(&r->inbox, LC_INBOX_CLOSED,
 						     memory_order_acquire);
@@ -530,6 +534,27 @@ void sefer__large_cache_heap_exit(struct heap *h)
 		sefer__segment_release(s);
 		s = next;
 	}
+}
+
+/*
+ * The heap is parked for the next thread to take over (core/heap.c): its cached segments stay
+ * for that thread's large requests (a thread generation's fresh threads ask for the buffers
+ * the last one freed: tgstress's 800 KiB arrays missed every time when the cache went with
+ * its thread, Documentation/benchmarks.rst), until the core releases them (heap_exit) at the
+ * purge delay of memory no thread owns or at the heap's dismantling. The inbox closes as at
+ * exit; the next owner reopens it at its first large request.
+ */
+bool sefer__large_cache_heap_park(struct heap *h)
+{
+	inbox_close(h);
+	return h->policy.large_cache.count != 0;
+}
+
+void sefer__large_cache_heap_exit(struct heap *h)
+{
+	struct large_cache_heap *c = &h->policy.large_cache;
+
+	inbox_close(h);
 	while (c->head)
 		evict_oldest(c);
 	atomic_fetch_add_explicit(&done_hits, c->hits, memory_order_relaxed);

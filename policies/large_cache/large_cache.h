@@ -3,7 +3,8 @@
  * The large_cache policy: freed large segments kept (pages committed) for reuse.
  *
  * Per heap, a FIFO list of cached large segments (oldest first) and their mapped bytes. Only
- * the heap's own thread touches it. A segment freed by another thread is handed back to the
+ * the heap's own thread touches it (or whoever holds the heap while it is parked: the list
+ * stays with a parked heap for its next owner, heap_park). A segment freed by another thread is handed back to the
  * heap that allocated it through a lock-free inbox, so a pipeline (one thread allocates, another
  * frees) hits the cache too. See policies/large_cache/large_cache.c for the rules
  * and Documentation/policies/large_cache.rst for the numbers.
@@ -52,6 +53,7 @@ SEFER_INTERNAL_EXTERN uint64_t (*sefer__large_cache_clock)(void);
 SEFER_INTERNAL size_t sefer__large_cache_published(void);
 
 SEFER_INTERNAL void sefer__large_cache_heap_exit(struct heap *h);
+SEFER_INTERNAL bool sefer__large_cache_heap_park(struct heap *h);
 SEFER_INTERNAL void sefer__large_cache_collect(struct heap *h, bool force);
 SEFER_INTERNAL struct segment *sefer__large_cache_alloc(struct heap *h, size_t size, size_t align,
 							size_t *dirty);
@@ -66,6 +68,7 @@ SEFER_INTERNAL void sefer__large_cache_print_stats(void);
 static const struct sefer_policy_ops policy_large_cache = {
 	.name = "large_cache",
 	.heap_exit = sefer__large_cache_heap_exit,
+	.heap_park = sefer__large_cache_heap_park,
 	.collect = sefer__large_cache_collect,
 	.large_alloc = sefer__large_cache_alloc,
 	.large_free = sefer__large_cache_free,

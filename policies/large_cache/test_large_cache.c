@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The large_cache policy: hit, miss, the size window and alignment, budget eviction order,
- * decay over an injected clock, env parsing, release at thread exit, collect, and the handoff of
+ * decay over an injected clock, env parsing, a thread's cache kept with its parked heap for the
+ * next thread and released when due or dismantled, collect, and the handoff of
  * a block freed by another thread (heapless or not) to its allocating heap, also after that
  * heap's thread exited and its heap was reused.
  * With the policy off, one test checks that a freed large block is unmapped at once.
@@ -11,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/annotate.h"
 #include "core/heap.h"
 #include "core/large.h"
 #include "core/options.h"
+#include "core/purge.h"
 #include "core/segment.h"
 #include "core/segtab.h"
 #include "selftest/unit/unit.h"
@@ -724,24 +727,134 @@ END_TEST
 
 static void *alloc_free_exit(void *arg)
 {
+	void **out = arg;
 	void *p = sefer_malloc(6 * MiB);
 
-	*(struct segment **)arg = segment_of(p);
+	out[0] = segment_of(p);
+	out[1] = heap_get();
 	sefer_free(p);
 	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 1);
 	return NULL;
 }
 
+static void *alloc_free(void *arg)
+{
+	void **out = arg;
+	void *p = sefer_malloc(6 * MiB);
+
+	out[0] = segment_of(p);
+	out[1] = heap_get();
+	sefer_free(p);
+	return NULL;
+}
+
+/* A thread with a heap that stays alive meanwhile: the exits under test are never the last
+ * but one, which dismantles the parked heaps (core/purge.c, "thread generations"). */
+static pthread_barrier_t keep_bar;
+
+static void *keepalive(void *arg)
+{
+	(void)arg;
+	sefer_free(sefer_malloc(32));
+	pthread_barrier_wait(&keep_bar); /* started, with a heap */
+	pthread_barrier_wait(&keep_bar); /* told to stop */
+	return NULL;
+}
+
+static pthread_t keepalive_start(void)
+{
+	pthread_t k;
+
+	pthread_barrier_init(&keep_bar, NULL, 2);
+	pthread_create(&k, NULL, keepalive, NULL);
+	pthread_barrier_wait(&keep_bar);
+	return k;
+}
+
+static void keepalive_stop(pthread_t k)
+{
+	pthread_barrier_wait(&keep_bar);
+	pthread_join(k, NULL);
+	pthread_barrier_destroy(&keep_bar);
+}
+
+/*
+ * A thread's cache at its exit: with its heap parked, the cached segment stays for the thread
+ * that takes the heap over, whose request of the same size hits it (no new mapping); when the
+ * heap is dismantled instead (parking off, or the parked heaps dismantled: the last exit,
+ * sefer_collect(true)), it is released.
+ */
 START_TEST(lc_thread_exit)
 {
-	struct segment *seg = NULL;
-	pthread_t t;
+	void *a[2] = { NULL }, *b[2] = { NULL };
+	struct segment *seg;
+	struct heap *parked_heap;
+	pthread_t k, t;
 
 	setup();
-	pthread_create(&t, NULL, alloc_free_exit, &seg);
+	sefer__parked_dismantle();
+	k = keepalive_start();
+	pthread_create(&t, NULL, alloc_free_exit, a);
 	pthread_join(t, NULL);
+	seg = a[0];
+	parked_heap = a[1];
 	ck_assert_ptr_nonnull(seg);
-	ck_assert(!segtab_contains(seg));
+	if (!parked_heap->parked) { /* SEFER_PARKED_HEAPS=0: dismantled at exit */
+		ck_assert(!segtab_contains(seg));
+		keepalive_stop(k);
+		return;
+	}
+	ck_assert_msg(segtab_contains(seg), "the parked heap's cached segment was released");
+	ck_assert_uint_eq(parked_heap->policy.large_cache.count, 1);
+	ck_assert_uint_ne(parked_heap->policy_kept_until, 0);
+	size_t mapped = atomic_load(&sefer__large_mapped);
+
+	pthread_create(&t, NULL, alloc_free, b);
+	pthread_join(t, NULL);
+	ck_assert_ptr_eq(b[1], parked_heap);	/* the next thread took the heap over */
+	ck_assert_ptr_eq(b[0], seg);		/* and its request hit the cached segment */
+	ck_assert_uint_eq(atomic_load(&sefer__large_mapped), mapped); /* nothing mapped */
+	ck_assert(parked_heap->parked);		/* parked again, the segment cached again */
+	ck_assert(segtab_contains(seg));
+	sefer__parked_dismantle();
+	ck_assert_msg(!segtab_contains(seg), "a dismantled heap's cached segment stayed mapped");
+	keepalive_stop(k);
+}
+END_TEST
+
+/*
+ * A parked heap's cached segment is released once the purge delay of memory no thread owns
+ * has passed (the next pass over the parked heaps, here run directly), the heap staying parked.
+ */
+START_TEST(lc_parked_cache_released_when_due)
+{
+	void *a[2] = { NULL };
+	uint64_t delay = sefer__purge_unowned_delay();
+	struct heap *parked_heap;
+	pthread_t k, t;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !sefer__opt.parked_heaps || delay > 1000)
+		return; /* released only when dismantled (lc_thread_exit) */
+	setup();
+	sefer__parked_dismantle();
+	k = keepalive_start();
+	pthread_create(&t, NULL, alloc_free_exit, a);
+	pthread_join(t, NULL);
+	parked_heap = a[1];
+	ck_assert(parked_heap->parked);
+	ck_assert(segtab_contains(a[0]));
+	sefer__global_purge(sefer__os.clock_ms(), false); /* not due yet */
+	ck_assert_msg(segtab_contains(a[0]), "released before its delay");
+	struct timespec ts = { 0, (long)(delay + 20) * 1000000L };
+
+	nanosleep(&ts, NULL);
+	sefer__global_purge(sefer__os.clock_ms(), false);
+	ck_assert_msg(!segtab_contains(a[0]), "still cached %llu ms after the parking",
+		      (unsigned long long)delay + 20);
+	ck_assert(parked_heap->parked);
+	ck_assert_uint_eq(parked_heap->policy.large_cache.count, 0);
+	ck_assert_uint_eq(parked_heap->policy_kept_until, 0);
+	keepalive_stop(k);
 }
 END_TEST
 
@@ -754,9 +867,11 @@ static void *free_heapless(void *arg)
 
 static void *free_other(void *arg)
 {
-	sefer_free(sefer_malloc(16)); /* this thread has a heap */
+	sefer_free(sefer_malloc(16)); /* this thread has a heap (maybe a parked one, cache and all) */
+	size_t count = heap_get()->policy.large_cache.count;
+
 	sefer_free(arg);
-	ck_assert_uint_eq(heap_get()->policy.large_cache.count, 0); /* not kept here */
+	ck_assert_uint_eq(heap_get()->policy.large_cache.count, count); /* not kept here */
 	sefer_thread_done();
 	return NULL;
 }
@@ -878,6 +993,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_admission);
 	tcase_add_test(tc, lc_env);
 	tcase_add_test(tc, lc_thread_exit);
+	tcase_add_test(tc, lc_parked_cache_released_when_due);
 	tcase_add_test(tc, lc_cross_thread);
 	suite_add_tcase(s, tc);
 	return s;
