@@ -737,17 +737,6 @@ static void *alloc_free_exit(void *arg)
 	return NULL;
 }
 
-static void *alloc_free(void *arg)
-{
-	void **out = arg;
-	void *p = sefer_malloc(6 * MiB);
-
-	out[0] = segment_of(p);
-	out[1] = heap_get();
-	sefer_free(p);
-	return NULL;
-}
-
 /* A thread with a heap that stays alive meanwhile: the exits under test are never the last
  * but one, which dismantles the parked heaps (core/purge.c, "thread generations"). */
 static pthread_barrier_t keep_bar;
@@ -779,6 +768,23 @@ static void keepalive_stop(pthread_t k)
 }
 
 /*
+ * From a clean state (no heap parked, another thread kept alive: the result, for
+ * keepalive_stop), a thread caches a 6 MiB segment and exits: out[0] the segment, out[1] its
+ * heap.
+ */
+static pthread_t thread_caches_and_exits(void **out)
+{
+	pthread_t k, t;
+
+	setup();
+	sefer__parked_dismantle();
+	k = keepalive_start();
+	pthread_create(&t, NULL, alloc_free_exit, out);
+	pthread_join(t, NULL);
+	return k;
+}
+
+/*
  * A thread's cache at its exit: with its heap parked, the cached segment stays for the thread
  * that takes the heap over, whose request of the same size hits it (no new mapping); when the
  * heap is dismantled instead (parking off, or the parked heaps dismantled: the last exit,
@@ -789,13 +795,8 @@ START_TEST(lc_thread_exit)
 	void *a[2] = { NULL }, *b[2] = { NULL };
 	struct segment *seg;
 	struct heap *parked_heap;
-	pthread_t k, t;
+	pthread_t k = thread_caches_and_exits(a), t;
 
-	setup();
-	sefer__parked_dismantle();
-	k = keepalive_start();
-	pthread_create(&t, NULL, alloc_free_exit, a);
-	pthread_join(t, NULL);
 	seg = a[0];
 	parked_heap = a[1];
 	ck_assert_ptr_nonnull(seg);
@@ -809,7 +810,7 @@ START_TEST(lc_thread_exit)
 	ck_assert_uint_ne(parked_heap->policy_kept_until, 0);
 	size_t mapped = atomic_load(&sefer__large_mapped);
 
-	pthread_create(&t, NULL, alloc_free, b);
+	pthread_create(&t, NULL, alloc_free_exit, b);
 	pthread_join(t, NULL);
 	ck_assert_ptr_eq(b[1], parked_heap);	/* the next thread took the heap over */
 	ck_assert_ptr_eq(b[0], seg);		/* and its request hit the cached segment */
@@ -831,15 +832,11 @@ START_TEST(lc_parked_cache_released_when_due)
 	void *a[2] = { NULL };
 	uint64_t delay = sefer__purge_unowned_delay();
 	struct heap *parked_heap;
-	pthread_t k, t;
+	pthread_t k;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !sefer__opt.parked_heaps || delay > 1000)
 		return; /* released only when dismantled (lc_thread_exit) */
-	setup();
-	sefer__parked_dismantle();
-	k = keepalive_start();
-	pthread_create(&t, NULL, alloc_free_exit, a);
-	pthread_join(t, NULL);
+	k = thread_caches_and_exits(a);
 	parked_heap = a[1];
 	ck_assert(parked_heap->parked);
 	ck_assert(segtab_contains(a[0]));
