@@ -249,11 +249,18 @@ static size_t resident_inside(const uint8_t *p, size_t from, size_t to, size_t *
 	return *pages ? resident_pages((const void *)a, e - a) : 0;
 }
 
-/* calloc_prefault's medium block, from a new first-class heap's fresh page (CONFIG_HEAPS). */
+/*
+ * calloc_prefault's blocks from a new first-class heap's fresh pages (CONFIG_HEAPS): a medium
+ * one, faulted in whole; and a 5000 B one (class 5120, a fresh span too) that ends in an OS
+ * page of its own: its link is written in its first page, its last 904 or more bytes lie in the
+ * next, where no other block starts yet, and that page is in memory when calloc returns,
+ * faulted in for writing (a store of zero), so a program that reads the block before writing
+ * it takes one fault there, not two (the shared zero page, then its own).
+ */
 static void calloc_prefault_medium(bool works)
 {
 #if IS_ENABLED(CONFIG_HEAPS)
-	const size_t medium = 96 << 10;
+	const size_t medium = 96 << 10, small = 5000;
 	struct sefer_heap *h = sefer_heap_new();
 	size_t pages;
 	uint8_t *p;
@@ -265,39 +272,19 @@ static void calloc_prefault_medium(bool works)
 	if (works)
 		ck_assert_uint_eq(resident_inside(p, 0, medium, &pages), pages);
 	ck_assert_uint_eq(nonzero_bytes(p, medium), 0);
+
+	p = sefer_heap_calloc(h, 1, small);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(page_of(segment_of(p), p)->is_zero);
+	uintptr_t last = ((uintptr_t)p + small - 1) & ~(uintptr_t)4095;
+
+	ck_assert_uint_gt(last, (uintptr_t)p);
+	ck_assert_msg(resident_pages((const void *)last, 4096) == 1,
+		      "the last page of calloc'd block %p is not in memory", (void *)p);
+	ck_assert_uint_eq(nonzero_bytes(p, small), 0);
 	sefer_heap_destroy(h);
 #else
 	(void)works;
-#endif
-}
-
-/*
- * A calloc block from a fresh page that ends in an OS page of its own: that page is in
- * memory when calloc returns, faulted in for writing (a store of zero), so a program that
- * reads the block before writing it takes one fault there, not two (the shared zero page,
- * then its own). A 5000 B block (class 5120) of a fresh page: its link is written in its
- * first page, its last 904 or more bytes lie in the next, where no other block starts yet.
- */
-static void calloc_prefault_tail(void)
-{
-#if IS_ENABLED(CONFIG_HEAPS)
-	const size_t size = 5000;
-	struct sefer_heap *h;
-	uint8_t *p;
-
-	sefer_collect(true); /* no dirty slot left: the heap's first page is zeroed memory */
-	h = sefer_heap_new();
-	ck_assert_ptr_nonnull(h);
-	p = sefer_heap_calloc(h, 1, size);
-	ck_assert_ptr_nonnull(p);
-	ck_assert(page_of(segment_of(p), p)->is_zero); /* else it was cleared, not faulted */
-	uintptr_t tail = ((uintptr_t)p + size - 1) & ~(uintptr_t)4095;
-
-	ck_assert_uint_gt(tail, (uintptr_t)p);
-	ck_assert_msg(resident_pages((const void *)tail, 4096) == 1,
-		      "the last page of calloc'd block %p is not in memory", (void *)p);
-	ck_assert_uint_eq(nonzero_bytes(p, size), 0);
-	sefer_heap_destroy(h);
 #endif
 }
 
@@ -338,7 +325,6 @@ START_TEST(calloc_prefault)
 
 	sefer__opt.calloc_prefault = 2 * MiB;
 	calloc_prefault_medium(works);
-	calloc_prefault_tail();
 	sefer__opt.calloc_prefault = was;
 }
 END_TEST
