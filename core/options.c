@@ -125,16 +125,16 @@ static struct sefer_option core_options[] = {
 		.min = 0,
 		.max = 1024,
 		.help = "How many exited threads' heaps are kept whole (parked) for the next "
-			"threads to take over, with their pages, free lists and segments; 0 keeps "
-			"none. A thread that exits while this many are parked gives its memory up "
-			"instead: its empty segments are kept as spares, the others left for any "
-			"thread to reclaim. A new thread takes over a parked heap (the one its first "
-			"call frees into, if that is a free), so a program that runs its threads in "
-			"generations (start them, join them, start the next ones) reuses what the last "
-			"one left warm, with no purge and no fault. Parked heaps' free pages are "
-			"purged after the purge delay by other threads' slow paths, and when the last "
-			"worker exits, as exited threads' memory is (see decommit.rst in the "
-			"documentation).",
+			"threads to take over, with their pages, free lists, segments and large "
+			"cache; 0 keeps none. A thread that exits while this many are parked gives its "
+			"memory up instead: its empty segments are kept as spares, the others left "
+			"for any thread to reclaim. A new thread takes over a parked heap (the one its "
+			"first call frees into, if that is a free), so a program that runs its threads "
+			"in generations (start them, join them, start the next ones) reuses what the "
+			"last one left warm, with no purge and no fault. Parked heaps' free pages are "
+			"purged, and their cached large blocks released, after the purge delay by "
+			"other threads' slow paths, and when the last worker exits, as exited "
+			"threads' memory is (see decommit.rst in the documentation).",
 		.example = "SEFER_PARKED_HEAPS=0 ./thread-pool-server",
 	},
 	{ .name = NULL },
