@@ -365,13 +365,8 @@ static always_inline bool heap_park(struct heap *heap)
 	sefer__heap_release_empty(heap, false);
 	sefer__purge_span_tails(&heap->segments); /* core/purge.c, "span tails" */
 	/* the policies keep what the next owner can use (its large cache), until a deadline */
-	heap->policy_kept_until = 0;
-	if (sefer__policy_heap_park_all(heap))
-		heap->policy_kept_until = sefer__purge_kept_until();
-	due = heap->segments.next_purge;
-	if (heap->policy_kept_until && heap->policy_kept_until != UINT64_MAX &&
-	    (!due || heap->policy_kept_until < due))
-		due = heap->policy_kept_until;
+	heap->policy_kept_until = sefer__policy_heap_park_all(heap) ? sefer__purge_kept_until() : 0;
+	due = deadline_first(heap->segments.next_purge, heap->policy_kept_until);
 	spin_lock(&pool_lock);
 	if (sefer__nparked >= max) {
 		spin_unlock(&pool_lock);
@@ -478,10 +473,7 @@ uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg), void *
 		spin_unlock(&pool_lock);
 		if (!heap)
 			break;
-		uint64_t v = fn(heap, arg);
-
-		if (v && (!next || v < next))
-			next = v;
+		next = deadline_first(next, fn(heap, arg));
 		heap->parked_pass = pass;
 		spin_lock(&pool_lock);
 		parked_push(heap);

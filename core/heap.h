@@ -77,8 +77,9 @@ struct heap {
 	 * made for its thread: only such a heap switches (heap_switch). Its owner's. */
 	bool taken_over;
 	/* parked with policy state kept for its next owner (heap_park): the ms from which the
-	 * purge releases it (core/purge.c, parked_purge_due), 0 if nothing is kept. Written by
-	 * whoever holds the heap (its exiting thread, a pass, its next owner). */
+	 * purge releases it (core/purge.c, parked_purge_due); 0 if nothing is kept, or if only the
+	 * heap's dismantling releases it (no decommit, or a delay of never). Written by whoever
+	 * holds the heap (its exiting thread, a pass, its next owner). */
 	uint64_t policy_kept_until;
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;

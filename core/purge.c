@@ -537,14 +537,14 @@ static uint64_t abandoned_purge(struct unowned_pass *pass)
 /*
  * When a heap parked now releases what its policies kept for its next owner (heap_park: its
  * large cache): once the purge delay of memory no thread owns has passed, as its dirty slots;
- * UINT64_MAX (at its dismantling only) where nothing is purged by time.
+ * 0 (no deadline: at its dismantling only) where nothing is purged by time.
  */
 uint64_t sefer__purge_kept_until(void)
 {
 	uint64_t delay = sefer__purge_unowned_delay();
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || delay_is_never(delay))
-		return UINT64_MAX;
+		return 0;
 	return sefer__os.clock_ms() + delay;
 }
 
@@ -559,14 +559,12 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 {
 	struct unowned_pass *pass = arg;
 	struct segment_set *set = &heap->segments;
-	uint64_t kept = heap->policy_kept_until, next;
+	uint64_t kept = heap->policy_kept_until;
 
 	if (kept && pass->now >= kept) {
 		sefer__policy_heap_exit_all(heap);
 		heap->policy_kept_until = kept = 0;
 	}
-	if (kept == UINT64_MAX)
-		kept = 0;
 	sefer__heap_drain_delayed(heap);
 	sefer__heap_release_empty(heap, false);
 	if (!set->next_purge && !pass->handoff)
@@ -577,8 +575,7 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 		for_each_set_segment(set, seg, true)
 			handoff_bound(seg, pass);
 	}
-	next = set->next_purge;
-	return kept && (!next || kept < next) ? kept : next;
+	return deadline_first(set->next_purge, kept);
 }
 
 /*
@@ -588,19 +585,15 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
  */
 static void unowned_pass_run(struct unowned_pass *pass)
 {
-	uint64_t next, n;
+	uint64_t next;
 
 	if (!pass->force)
 		unowned_calm(pass->now);
 	pass->delay = sefer__purge_unowned_delay();
 	atomic_store_explicit(&sefer__purge_at, 0, memory_order_relaxed);
 	next = sefer__parked_each(parked_purge_due, pass);
-	n = spare_purge(pass);
-	if (n && (!next || n < next))
-		next = n;
-	n = abandoned_purge(pass);
-	if (n && (!next || n < next))
-		next = n;
+	next = deadline_first(next, spare_purge(pass));
+	next = deadline_first(next, abandoned_purge(pass));
 	if (next)
 		sefer__global_purge_at(next);
 }

@@ -45,6 +45,12 @@ SEFER_INTERNAL void sefer__global_purge_at(uint64_t when);
 SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
 SEFER_INTERNAL uint64_t sefer__purge_unowned_delay(void);
 SEFER_INTERNAL uint64_t sefer__purge_kept_until(void);
+
+/* The earlier of two deadlines (ms), 0 standing for none. */
+static inline uint64_t deadline_first(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b) ? a : b;
+}
 /* thread generations: the last worker's exit, and the next threads taking what it left */
 SEFER_INTERNAL void sefer__purge_last_exit(void);
 SEFER_INTERNAL void sefer__purge_handoff_taken(void);

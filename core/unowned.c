@@ -92,10 +92,7 @@ uint64_t sefer__spares_each(uint64_t (*fn)(struct segment *seg, void *arg), void
 		return 0;
 	spin_lock(&spare_lock);
 	for (struct segment *seg = spare; seg; seg = seg->next) {
-		uint64_t v = fn(seg, arg);
-
-		if (v && (!next || v < next))
-			next = v;
+		next = deadline_first(next, fn(seg, arg));
 	}
 	spin_unlock(&spare_lock);
 	return next;
@@ -295,10 +292,7 @@ uint64_t sefer__abandoned_each_held(uint64_t (*fn)(struct segment *seg, void *ar
 			*emptied = seg;
 			continue;
 		}
-		uint64_t v = fn(seg, arg);
-
-		if (v && (!next || v < next))
-			next = v;
+		next = deadline_first(next, fn(seg, arg));
 		/* release: the next adopter sees what fn changed (the purged slot bits) */
 		atomic_store_explicit(&seg->owner, NULL, memory_order_release);
 	}
