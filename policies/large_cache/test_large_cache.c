@@ -22,6 +22,7 @@
 #include "core/purge.h"
 #include "core/segment.h"
 #include "core/segtab.h"
+#include "selftest/unit/keepalive.h"
 #include "selftest/unit/unit.h"
 
 #define MiB ((size_t)1 << 20)
@@ -737,39 +738,9 @@ static void *alloc_free_exit(void *arg)
 	return NULL;
 }
 
-/* A thread with a heap that stays alive meanwhile: the exits under test are never the last
- * but one, which dismantles the parked heaps (core/purge.c, "thread generations"). */
-static pthread_barrier_t keep_bar;
-
-static void *keepalive(void *arg)
-{
-	(void)arg;
-	sefer_free(sefer_malloc(32));
-	pthread_barrier_wait(&keep_bar); /* started, with a heap */
-	pthread_barrier_wait(&keep_bar); /* told to stop */
-	return NULL;
-}
-
-static pthread_t keepalive_start(void)
-{
-	pthread_t k;
-
-	pthread_barrier_init(&keep_bar, NULL, 2);
-	pthread_create(&k, NULL, keepalive, NULL);
-	pthread_barrier_wait(&keep_bar);
-	return k;
-}
-
-static void keepalive_stop(pthread_t k)
-{
-	pthread_barrier_wait(&keep_bar);
-	pthread_join(k, NULL);
-	pthread_barrier_destroy(&keep_bar);
-}
-
 /*
  * From a clean state (no heap parked, another thread kept alive: the result, for
- * keepalive_stop), a thread caches a 6 MiB segment and exits: out[0] the segment, out[1] its
+ * stop_keepalive), a thread caches a 6 MiB segment and exits: out[0] the segment, out[1] its
  * heap.
  */
 static pthread_t thread_caches_and_exits(void **out)
@@ -778,7 +749,7 @@ static pthread_t thread_caches_and_exits(void **out)
 
 	setup();
 	sefer__parked_dismantle();
-	k = keepalive_start();
+	k = start_keepalive();
 	pthread_create(&t, NULL, alloc_free_exit, out);
 	pthread_join(t, NULL);
 	return k;
@@ -802,12 +773,12 @@ START_TEST(lc_thread_exit)
 	ck_assert_ptr_nonnull(seg);
 	if (!parked_heap->parked) { /* SEFER_PARKED_HEAPS=0: dismantled at exit */
 		ck_assert(!segtab_contains(seg));
-		keepalive_stop(k);
+		stop_keepalive(k);
 		return;
 	}
 	ck_assert_msg(segtab_contains(seg), "the parked heap's cached segment was released");
 	ck_assert_uint_eq(parked_heap->policy.large_cache.count, 1);
-	if (IS_ENABLED(CONFIG_DECOMMIT) && sefer__purge_kept_until()) /* released when due */
+	if (sefer__purge_kept_until()) /* released when due (decommit, a delay not never) */
 		ck_assert_uint_ne(parked_heap->policy_kept_until, 0);
 	size_t mapped = atomic_load(&sefer__large_mapped);
 
@@ -820,7 +791,7 @@ START_TEST(lc_thread_exit)
 	ck_assert(segtab_contains(seg));
 	sefer__parked_dismantle();
 	ck_assert_msg(!segtab_contains(seg), "a dismantled heap's cached segment stayed mapped");
-	keepalive_stop(k);
+	stop_keepalive(k);
 }
 END_TEST
 
@@ -852,7 +823,7 @@ START_TEST(lc_parked_cache_released_when_due)
 	ck_assert(parked_heap->parked);
 	ck_assert_uint_eq(parked_heap->policy.large_cache.count, 0);
 	ck_assert_uint_eq(parked_heap->policy_kept_until, 0);
-	keepalive_stop(k);
+	stop_keepalive(k);
 }
 END_TEST
 

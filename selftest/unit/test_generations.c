@@ -40,6 +40,7 @@
 #include "core/options.h"
 #include "core/purge.h"
 #include "sefer/os.h"
+#include "keepalive.h"
 #include "unit.h"
 
 #define MiB ((size_t)1 << 20)
@@ -103,7 +104,7 @@ static void *keepalive_malloc(size_t n)
 	return atomic_load(&keep_alloc_block);
 }
 
-static pthread_t start_keepalive(void)
+pthread_t start_keepalive(void)
 {
 	pthread_t t;
 
@@ -117,7 +118,7 @@ static pthread_t start_keepalive(void)
 	return t;
 }
 
-static void stop_keepalive(pthread_t t)
+void stop_keepalive(pthread_t t)
 {
 	atomic_store(&keep_running, 0);
 	pthread_join(t, NULL);
