@@ -38,8 +38,6 @@ static void prefault_zeroed(void *block, size_t from, size_t to)
 		return;
 	if (to > sefer__opt.calloc_prefault)
 		to = (size_t)sefer__opt.calloc_prefault;
-	if (from >= to)
-		return;
 	start = align_up((uintptr_t)block + from, ps);
 	end = align_up((uintptr_t)block + to, ps);
 	if (start + ps == end)

@@ -137,8 +137,7 @@ uint64_t sefer__segment_purge_due(struct segment *seg, uint64_t now, bool force,
 			next = at;
 	}
 	due = purge_slots(seg, due, now);
-	if (due && (!next || due < next))
-		next = due;
+	next = deadline_first(next, due);
 	seg->purge_at = next;
 	return next;
 }
@@ -684,7 +683,7 @@ static void handoff_bound(struct segment *seg, struct unowned_pass *pass)
 		keep = seg->dirty_pages & ~keep;
 		uint64_t at = seg->purge_at, retry = purge_slots(seg, seg->dirty_pages & ~keep, 0);
 
-		seg->purge_at = retry && (!at || retry < at) ? retry : at;
+		seg->purge_at = deadline_first(retry, at);
 		n = pass->keep_slots;
 	}
 	pass->keep_slots -= n;
