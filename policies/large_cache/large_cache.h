@@ -4,10 +4,10 @@
  *
  * Per heap, a FIFO list of cached large segments (oldest first) and their mapped bytes. Only
  * the heap's own thread touches it (or whoever holds the heap while it is parked: the list
- * stays with a parked heap for its next owner, heap_park). A segment freed by another thread is handed back to the
- * heap that allocated it through a lock-free inbox, so a pipeline (one thread allocates, another
- * frees) hits the cache too. See policies/large_cache/large_cache.c for the rules
- * and Documentation/policies/large_cache.rst for the numbers.
+ * stays with a parked heap for its next owner, heap_park). A segment freed by another thread
+ * is handed back to the heap that allocated it through a lock-free inbox, so a pipeline (one
+ * thread allocates, another frees) hits the cache too. See policies/large_cache/large_cache.c
+ * for the rules and Documentation/policies/large_cache.rst for the numbers.
  */
 #ifndef SEFER_POLICY_LARGE_CACHE_H
 #define SEFER_POLICY_LARGE_CACHE_H
