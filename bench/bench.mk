@@ -22,6 +22,11 @@ BENCH_CC ?= gcc
 BENCH_CFLAGS := -std=gnu11 -O2 -pthread -Wall -Wextra
 BENCH_RUN := /usr/bin/python3 $(srctree)/bench/run.py --bindir $(objtree)/bench \
 	--sefer $(shared-lib)
+# make exports a variable given on its command line to every recipe's environment, and SEFER_B
+# is in sefer's own option namespace: each benchmarked run under sefer warned "unknown option
+# SEFER_B" and mapped ~100 KiB of cold text and data doing so (the peak-RSS rows of every run
+# with SEFER_B before 2026-12-07). The runner gets it as --sefer-b, never in the environment.
+unexport SEFER_B
 
 $(objtree)/bench/%: $(srctree)/bench/%.c $(srctree)/bench/common.h
 	$(Q)mkdir -p $(dir $@)

@@ -146,6 +146,8 @@ def probe_preload(bindir, alloc):
         return "cannot be preloaded: " + err.strip().splitlines()[0][:100]
     if rc != 0:
         return "a probe run failed: " + describe_rc(rc, err)
+    if sefer_spoke(alloc, err):
+        return "a probe run wrote to stderr: " + sefer_spoke(alloc, err)
     m = re.search(r"malloc=(\S+)", out)
     if not m or m.group(1) != alloc.owner:
         return "malloc does not resolve into it (a probe run's malloc came from %s)" % (
@@ -579,6 +581,17 @@ def preload_failed(err):
     return "cannot be preloaded" in err or "ERROR: ld.so" in err
 
 
+def sefer_spoke(alloc, err):
+    """The first line a sefer build wrote to stderr in a run, or None. A benchmarked run of the
+    default configuration says nothing: a line means its environment changed what is measured
+    (an unknown SEFER_* variable's warning alone maps about 100 KiB of cold text and data into
+    every run), so the run is refused rather than reported."""
+    if not alloc.name.startswith("sefer"):
+        return None
+    m = re.search(r"^sefer: .*$", err, re.M)
+    return m.group(0)[:120] if m else None
+
+
 def single_cpu_set(cfg):
     """The affinity of cfg's runs: SINGLE_CPU for one-thread rows and single-process real
     programs (redis, a server and its client: redis_cpu_sets), else None (every CPU)."""
@@ -603,6 +616,8 @@ def run_micro(cfg, alloc, timeout):
         return Outcome(err="preload failed: " + err.strip().splitlines()[0][:100])
     if rc != 0:
         return Outcome(err=describe_rc(rc, err))
+    if sefer_spoke(alloc, err):
+        return Outcome(err="wrote to stderr: " + sefer_spoke(alloc, err))
     m = re.search(r"^RESULT (.*)$", out, re.M)
     if not m:
         return Outcome(err="no RESULT line")
@@ -699,6 +714,8 @@ def run_real(cfg, alloc, timeout, expect):
         return Outcome(err="preload failed")
     if rc != 0:
         return Outcome(err=describe_rc(rc, err))
+    if sefer_spoke(alloc, err):
+        return Outcome(err="wrote to stderr: " + sefer_spoke(alloc, err))
     key = cfg.key
     if key in expect and expect[key] != out:
         return Outcome(err="output differs from the first allocator's")

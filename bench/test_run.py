@@ -301,6 +301,30 @@ if run.parse_peer_specs(["mi3=/a/libmimalloc3.so,sn=/b/libsnmalloc.so"]) != {
         "mimalloc3": "/a/libmimalloc3.so", "snmalloc": "/b/libsnmalloc.so"}:
     failures.append("PEERS=mi3=...,sn=... is not parsed into mimalloc3 and snmalloc")
 
+# A sefer run that writes to stderr is refused (its environment changed what is measured:
+# make once exported SEFER_B into every run, whose warning cost ~100 KiB of peak RSS); a
+# peer's stderr is its own business, and a silent sefer run is taken.
+saved = run.spawn_wait
+try:
+    said = {"err": ""}
+    run.spawn_wait = lambda *a, **k: (0, 0.1, 1000, "RESULT ops_per_s=5.0 maxrss_kb=1700 "
+                                      "malloc=%s\n" % said["owner"], said["err"])
+    micro = run.Config("micro", "bulk", "16B", 1, 0, ["bulk"])
+    for name, owner, err, refused in (
+            ("sefer", "libsefer.so", "sefer: unknown option SEFER_B (sefer(7) lists them)\n",
+             True),
+            ("sefer-nodf", "libsefer.so", "sefer: unknown option SEFER_B\n", True),
+            ("sefer", "libsefer.so", "", False),
+            ("glibc", "libc.so.6", "sefer: unknown option SEFER_B\n", False)):
+        said.update(owner=owner, err=err)
+        got = run.run_micro(micro, run.Alloc(name, None, owner, ""), 10)
+        if refused != bool(got.err) or (refused and "unknown option" not in got.err) or \
+                (not refused and got.rss_kb != 1700):
+            failures.append("%s run with stderr %r: err %r, rss %r" % (name, err, got.err,
+                                                                       got.rss_kb))
+finally:
+    run.spawn_wait = saved
+
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
     for f in failures:
