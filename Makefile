@@ -542,8 +542,9 @@ Variables:
 
 Configurations in configs/:
 endef
-export sefer_help
-
+# exported for help's recipe only: every other recipe's environment, the programs make bench
+# measures included, stays without its 10 KiB
+help: export sefer_help := $(sefer_help)
 help:
 	@printf '%s\n' "$$sefer_help"
 	@for f in $(sort $(notdir $(wildcard $(srctree)/configs/*_defconfig))); do \
