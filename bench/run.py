@@ -581,6 +581,13 @@ def preload_failed(err):
     return "cannot be preloaded" in err or "ERROR: ld.so" in err
 
 
+def sefer_environment():
+    """The SEFER_* variables every measured program inherits, as latest.md's header states them
+    (a valid one changes what sefer does without a word on stderr)."""
+    env = sorted("%s=%s" % kv for kv in os.environ.items() if kv[0].startswith("SEFER_"))
+    return ", ".join(env) if env else "none (the defaults)"
+
+
 def sefer_spoke(alloc, err):
     """The first line a sefer build wrote to stderr in a run, or None. A benchmarked run of the
     default configuration says nothing: a line means its environment changed what is measured
@@ -898,7 +905,8 @@ def main():
             ("run time", "%.0f s (by workload, all allocators: %s)" % (elapsed, ", ".join(
                 "%s %.0f s" % kv for kv in sorted(spent.items(), key=lambda kv: -kv[1])))),
             ("load average", "%.2f at start, %.2f at end (anything else running "
-             "on the machine skews the figures)" % (load0, os.getloadavg()[0]))]
+             "on the machine skews the figures)" % (load0, os.getloadavg()[0])),
+            ("sefer options from the environment", sefer_environment())]
     if args.headline:
         os.makedirs(args.bindir, exist_ok=True)
         md = os.path.join(args.bindir, "headline.md")

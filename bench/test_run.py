@@ -325,6 +325,20 @@ try:
 finally:
     run.spawn_wait = saved
 
+# latest.md's header names the SEFER_* variables the runs inherit.
+saved = dict(os.environ)
+try:
+    for k in [k for k in os.environ if k.startswith("SEFER_")]:
+        del os.environ[k]
+    if run.sefer_environment() != "none (the defaults)":
+        failures.append("no SEFER_* variable: header says %r" % run.sefer_environment())
+    os.environ["SEFER_PURGE_DELAY_MS"] = "1000"
+    if run.sefer_environment() != "SEFER_PURGE_DELAY_MS=1000":
+        failures.append("SEFER_PURGE_DELAY_MS=1000: header says %r" % run.sefer_environment())
+finally:
+    os.environ.clear()
+    os.environ.update(saved)
+
 if failures:
     print("bench harness: %d failure(s)" % len(failures))
     for f in failures:
