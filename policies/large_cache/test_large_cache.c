@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/annotate.h"
@@ -22,6 +21,7 @@
 #include "core/purge.h"
 #include "core/segment.h"
 #include "core/segtab.h"
+#include "selftest/decommit/workload.h"
 #include "selftest/unit/keepalive.h"
 #include "selftest/unit/unit.h"
 
@@ -814,9 +814,7 @@ START_TEST(lc_parked_cache_released_when_due)
 	ck_assert(segtab_contains(a[0]));
 	sefer__global_purge(sefer__os.clock_ms(), false); /* not due yet */
 	ck_assert_msg(segtab_contains(a[0]), "released before its delay");
-	struct timespec ts = { 0, (long)(delay + 20) * 1000000L };
-
-	nanosleep(&ts, NULL);
+	decommit_sleep_ms((long)delay + 20);
 	sefer__global_purge(sefer__os.clock_ms(), false);
 	ck_assert_msg(!segtab_contains(a[0]), "still cached %llu ms after the parking",
 		      (unsigned long long)delay + 20);

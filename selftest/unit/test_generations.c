@@ -32,7 +32,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/block.h"
 #include "core/heap.h"
@@ -40,6 +39,7 @@
 #include "core/options.h"
 #include "core/purge.h"
 #include "sefer/os.h"
+#include "selftest/decommit/workload.h"
 #include "keepalive.h"
 #include "unit.h"
 
@@ -49,13 +49,6 @@
  * and frees leaves no spare behind and the next one maps again: that is the option's point. */
 #define KEEPS_EMPTY (STATS && CONFIG_SEGMENT_CACHE > 0)
 #define CHECK_RSS (IS_ENABLED(CONFIG_DECOMMIT) && !SANITIZED)
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 static struct sefer_stats stats(void)
 {
@@ -84,7 +77,7 @@ static void *keepalive(void *arg)
 			atomic_store(&keep_alloc_block, sefer_malloc(n));
 			atomic_store(&keep_alloc_size, 0);
 		}
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	}
 	return NULL;
 }
@@ -100,7 +93,7 @@ static void *keepalive_malloc(size_t n)
 	atomic_store(&keep_alloc_block, NULL);
 	atomic_store(&keep_alloc_size, n);
 	while (atomic_load(&keep_alloc_size))
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	return atomic_load(&keep_alloc_block);
 }
 
@@ -114,7 +107,7 @@ pthread_t start_keepalive(void)
 	atomic_store(&keep_ready, 0);
 	pthread_create(&t, NULL, keepalive, NULL);
 	while (!atomic_load(&keep_ready)) /* its heap exists before anything is measured */
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	return t;
 }
 
@@ -266,7 +259,7 @@ static void *lane_fill(void *arg)
 	}
 	atomic_fetch_add(&lanes_ready, 1);
 	while (!atomic_load(&lane_exit[l]))
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	return NULL; /* exits with every block live: its segment is abandoned */
 }
 
@@ -301,7 +294,7 @@ static void lanes_fill_and_exit(struct successor *s)
 		atomic_store(&lane_exit[l], 0);
 		pthread_create(&t[l], NULL, lane_fill, (void *)(intptr_t)l);
 		while (atomic_load(&lanes_ready) <= l) /* lane 1 fills while lane 0 lives */
-			sleep_ms(1);
+			decommit_sleep_ms(1);
 	}
 	for (int l = 0; l < 2; l++) { /* lane 0 exits first */
 		atomic_store(&lane_exit[l], 1);
@@ -490,7 +483,7 @@ static void *hold_a_block(void *arg)
 	*(void **)arg = sefer_malloc(100);
 	atomic_fetch_add(&holders_ready, 1);
 	while (!atomic_load(&holders_go))
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	return NULL;
 }
 
@@ -546,7 +539,7 @@ START_TEST(parked_heaps_bounded_and_collected)
 	pthread_create(&h[0], NULL, hold_a_block, &a);
 	pthread_create(&h[1], NULL, hold_a_block, &b);
 	while (atomic_load(&holders_ready) < 2)
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	st1 = stats();
 	atomic_store(&holders_go, 1);
 	pthread_join(h[0], NULL);
@@ -713,7 +706,7 @@ START_TEST(abandoned_purged_after_delay)
 
 	/* not purged at exit: another thread lives and may reuse the pages */
 	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
-	sleep_ms((long)sefer__opt.purge_delay_ms + 20);
+	decommit_sleep_ms((long)sefer__opt.purge_delay_ms + 20);
 	pthread_create(&t, NULL, allocate_new_class, &p);
 	pthread_join(t, NULL);
 	struct sefer_stats st2 = stats();
@@ -759,7 +752,7 @@ START_TEST(parked_purged_after_delay)
 	ck_assert_uint_eq(st1.heaps_parked, st0.heaps_parked + 1);
 	/* not purged at exit: another thread lives and may take the heap over */
 	ck_assert_uint_lt(st1.purged - st0.purged, SEGMENT_SIZE);
-	sleep_ms((long)sefer__opt.purge_delay_ms + 20);
+	decommit_sleep_ms((long)sefer__opt.purge_delay_ms + 20);
 	p = keepalive_malloc(3000); /* another thread's slow path (a class with no page yet) */
 	struct sefer_stats st2 = stats();
 
@@ -1183,7 +1176,7 @@ START_TEST(handoff_kept_for_the_next_generation)
 	ck_assert_uint_eq(s2.handoffs_kept, s1.handoffs_kept + 1);
 
 	/* a pause longer than the longest delay: the program is not in generations now */
-	sleep_ms((long)(base << 4) + 50);
+	decommit_sleep_ms((long)(base << 4) + 50);
 	d.seg = segment_of(handoff_left);
 	handoff_generation(&d);
 	s3 = stats();
@@ -1295,7 +1288,7 @@ START_TEST(unowned_backoff_follows_reuse)
 	pthread_create(&t, NULL, leave_holes, NULL);
 	pthread_join(t, NULL);
 	d0 = sefer__purge_unowned_delay();
-	sleep_ms((long)d0 + 20);
+	decommit_sleep_ms((long)d0 + 20);
 	sefer__global_purge(sefer__os.clock_ms(), false); /* the pass at their deadline */
 	for (int i = 0; i < HOLES; i++) {
 		struct segment *seg = segment_of(kept[i]);
@@ -1388,7 +1381,7 @@ static void *switch_run(void *arg)
 	}
 	atomic_store(&g->filled, 1);
 	while (!atomic_load(&g->go))
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	/* the realloc's malloc switches: the old block's page is no longer this thread's */
 	memset(g->old, 7, SWITCH_OLD);
 	old_pg = page_of(segment_of(g->old), g->old);
@@ -1431,7 +1424,7 @@ static uint64_t switch_scenario(struct switch_gen *g, bool b_takes_over)
 	}
 	pthread_create(&b, NULL, switch_run, g);
 	while (!atomic_load(&g->filled))
-		sleep_ms(1);
+		decommit_sleep_ms(1);
 	if (b_takes_over)
 		ck_assert_msg(g->b_heap == g->c_heap, "B did not take C's parked heap over");
 	pthread_create(&a, NULL, switch_leave, g);
