@@ -146,8 +146,9 @@ def probe_preload(bindir, alloc):
         return "cannot be preloaded: " + err.strip().splitlines()[0][:100]
     if rc != 0:
         return "a probe run failed: " + describe_rc(rc, err)
-    if sefer_spoke(alloc, err):
-        return "a probe run wrote to stderr: " + sefer_spoke(alloc, err)
+    said = sefer_spoke(alloc, err)
+    if said:
+        return "a probe run wrote to stderr: " + said
     m = re.search(r"malloc=(\S+)", out)
     if not m or m.group(1) != alloc.owner:
         return "malloc does not resolve into it (a probe run's malloc came from %s)" % (
@@ -623,8 +624,9 @@ def run_micro(cfg, alloc, timeout):
         return Outcome(err="preload failed: " + err.strip().splitlines()[0][:100])
     if rc != 0:
         return Outcome(err=describe_rc(rc, err))
-    if sefer_spoke(alloc, err):
-        return Outcome(err="wrote to stderr: " + sefer_spoke(alloc, err))
+    said = sefer_spoke(alloc, err)
+    if said:
+        return Outcome(err="wrote to stderr: " + said)
     m = re.search(r"^RESULT (.*)$", out, re.M)
     if not m:
         return Outcome(err="no RESULT line")
@@ -721,8 +723,9 @@ def run_real(cfg, alloc, timeout, expect):
         return Outcome(err="preload failed")
     if rc != 0:
         return Outcome(err=describe_rc(rc, err))
-    if sefer_spoke(alloc, err):
-        return Outcome(err="wrote to stderr: " + sefer_spoke(alloc, err))
+    said = sefer_spoke(alloc, err)
+    if said:
+        return Outcome(err="wrote to stderr: " + said)
     key = cfg.key
     if key in expect and expect[key] != out:
         return Outcome(err="output differs from the first allocator's")
