@@ -356,10 +356,35 @@ void sefer__page_delayed_back(struct heap *heap, struct page *pg)
 }
 
 /*
+ * Kept empty pages: a bin whose first page is empty keeps the pages that empty behind it, up
+ * to KEPT_EMPTY_BYTES of spans (four 64 KiB pages; core/heap.h), carved and with their free
+ * lists whole, at the back of its queue: page_find() serves from them, before it carves, once
+ * the pages ahead have nothing. An alloc-N/free-N pattern over more than two pages of a bin gave
+ * back every page but the first at each round's frees and mapped and carved them again at the
+ * next round's mallocs: bulk's 256-byte row (1024 blocks a round, four pages) spent about a
+ * fifth of its time there (Documentation/benchmarks.rst). The bound is per bin and counted over
+ * the whole queue, its empty pages but the first, so a kept page that a page back from the full
+ * queue (page_unfull) went behind still counts; one pass over a queue that is short when its
+ * first page is empty. They are ordinary empty pages of the queue: heap_collect() and thread
+ * exit give them back with the others (heap_release_empty).
+ */
+
+/* Bytes of the spans in q that hold no block, its first page aside: the bin's kept pages. */
+static size_t queue_kept_bytes(const struct page_queue *q)
+{
+	size_t bytes = 0;
+
+	for (const struct page *t = q->first ? q->first->next : NULL; t; t = t->next)
+		if (t->used == 0)
+			bytes += page_span_bytes(t);
+	return bytes;
+}
+
+/*
  * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
- * it moves to the front of its queue; it is given back only when the front page is empty too
- * (two empty pages in one bin), so alloc-N/free-N patterns do not map and carve a page per
- * round. heap_collect() and thread exit give back the remaining empty pages.
+ * it moves to the front of its queue; when the first page is empty too, it stays behind it,
+ * kept (above), or past KEPT_EMPTY_BYTES is given back, so alloc-N/free-N patterns do not map
+ * and carve pages every round. heap_collect() and thread exit give back the empty pages left.
  */
 void sefer__page_retire(struct heap *heap, struct page *pg)
 {
@@ -379,7 +404,10 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	sefer_assert_expensive(page_counts_agree(pg));
 	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {
-		sefer__span_free(&heap->segments, pg);
+		if (queue_kept_bytes(q) + page_span_bytes(pg) > KEPT_EMPTY_BYTES)
+			sefer__span_free(&heap->segments, pg);
+		else
+			sefer__queue_push_back(q, pg); /* kept: the first page is unchanged */
 		return;
 	}
 	sefer__queue_push_front(q, pg);

@@ -13,6 +13,7 @@
 #include "core/heap.h"
 #include "core/options.h"
 #include "core/purge.h"
+#include "core/span.h"
 #include "unit.h"
 
 #define SIZE 896 /* a direct-table class no other test here uses */
@@ -486,7 +487,11 @@ static void *warm_span_carve(void *arg)
 	a_start = page_start(a);
 	sefer_free(y); /* b empties first: kept at the front */
 	for (size_t i = 0; i < n; i++)
-		sefer_free(held[i]); /* a empties behind it: its span is freed */
+		sefer_free(held[i]); /* a empties behind it: kept (page_retire) */
+	ck_assert_uint_eq(a->used, 0);
+	/* given back as page_retire() gives back a page past the bin's kept bytes */
+	sefer__queue_remove(&heap_get()->bins[a->bin], a);
+	sefer__span_free(&heap_get()->segments, a);
 	slot = (unsigned)((size_t)(a_start - (uint8_t *)seg) >> SPAGE_SHIFT);
 	ck_assert(seg->free_pages & seg->dirty_pages & seg->warm_pages & (1ULL << slot));
 
@@ -579,6 +584,110 @@ START_TEST(realloc_copy_retires_a_page_behind)
 }
 END_TEST
 
+/*
+ * Kept empty pages (core/page.c, page_retire): with its first page empty, a bin keeps the pages
+ * that empty behind it, up to KEPT_EMPTY_BYTES of them, carved, and serves the next round from
+ * them; a page past the bound is given back. The pages of a class fill, the first one empties
+ * first, then the others in turn: KEPT_EMPTY_BYTES' worth stay in the queue, the last two are
+ * given back, and a second round as large as the first page and the kept ones holds takes no
+ * other page.
+ */
+#define SPARE_SIZE 600 /* the 640-byte class, which no other test here uses */
+#define SPARE_MAX_PAGES 64
+
+static bool queue_holds(const struct page_queue *q, const struct page *pg)
+{
+	for (const struct page *t = q->first; t; t = t->next)
+		if (t == pg)
+			return true;
+	return false;
+}
+
+static void *kept_empty_round(void *arg)
+{
+	enum { N = 8192 };
+	static void *held[N];
+	struct page *pages[SPARE_MAX_PAGES];
+	struct page_queue *q;
+	size_t n = 0, np = 0, want, keep;
+
+	(void)arg;
+	held[n] = sefer_malloc(SPARE_SIZE);
+	ck_assert_ptr_nonnull(held[n]);
+	pages[np++] = page_of(segment_of(held[n]), held[n]);
+	n++;
+	keep = KEPT_EMPTY_BYTES / page_span_bytes(pages[0]);
+	want = keep + 3; /* the first page, the kept ones, two to give back */
+	ck_assert_uint_le(want, SPARE_MAX_PAGES);
+	/* fill want pages whole */
+	for (;;) {
+		struct page *last = pages[np - 1];
+
+		if (np == want && !last->free && last->reserved == last->capacity)
+			break;
+		ck_assert_uint_lt(n, N);
+		held[n] = sefer_malloc(SPARE_SIZE);
+		ck_assert_ptr_nonnull(held[n]);
+		if (page_of(segment_of(held[n]), held[n]) != last) {
+			ck_assert_uint_lt(np, want);
+			pages[np++] = page_of(segment_of(held[n]), held[n]);
+		}
+		n++;
+	}
+	q = &heap_get()->bins[pages[0]->bin];
+	ck_assert_ptr_eq(q->first, pages[want - 1]);
+	/* the first page empties first, then the others in the order they filled */
+	for (size_t i = 0; i < n; i++)
+		if (page_of(segment_of(held[i]), held[i]) == pages[want - 1]) {
+			sefer_free(held[i]);
+			held[i] = NULL;
+		}
+	ck_assert_uint_eq(pages[want - 1]->used, 0);
+	ck_assert_ptr_eq(q->first, pages[want - 1]);
+	for (size_t i = 0; i < n; i++)
+		if (held[i]) {
+			sefer_free(held[i]);
+			held[i] = NULL;
+		}
+	for (size_t p = 0; p < keep; p++) {
+		ck_assert_msg(queue_holds(q, pages[p]), "kept page %zu of %zu given back", p, keep);
+		ck_assert_uint_eq(pages[p]->used, 0);
+		ck_assert_uint_eq(pages[p]->reserved, pages[p]->capacity); /* still carved */
+	}
+	ck_assert(!queue_holds(q, pages[keep]));
+	ck_assert(!queue_holds(q, pages[keep + 1]));
+	ck_assert_uint_eq(pages[keep]->span, 0); /* its slots are free */
+	ck_assert_uint_eq(pages[keep + 1]->span, 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	/* a second round as large as the first page and the kept ones serves from them alone */
+	n = (keep + 1) * pages[0]->capacity;
+	ck_assert_uint_le(n, N);
+	for (size_t i = 0; i < n; i++) {
+		struct page *pg;
+		bool kept = false;
+
+		held[i] = sefer_malloc(SPARE_SIZE);
+		ck_assert_ptr_nonnull(held[i]);
+		pg = page_of(segment_of(held[i]), held[i]);
+		for (size_t p = 0; p < keep; p++)
+			kept |= pg == pages[p];
+		ck_assert_msg(kept || pg == pages[want - 1], "block %zu of the second round from a "
+			      "page that was not kept", i);
+	}
+	for (size_t i = 0; i < n; i++)
+		sefer_free(held[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(empty_pages_kept_then_given_back)
+{
+	if (policy_keeps_small_blocks())
+		return; /* a magazine keeps the freed blocks: the pages do not empty */
+	in_fresh_heap(kept_empty_round);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -595,6 +704,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, borrow_from_larger_class);
 	tcase_add_test(tc, realloc_copy_retires_a_page_behind);
 	tcase_add_test(tc, warm_span_carves_more);
+	tcase_add_test(tc, empty_pages_kept_then_given_back);
 	suite_add_tcase(s, tc);
 	return s;
 }
