@@ -366,7 +366,8 @@ void sefer__page_delayed_back(struct heap *heap, struct page *pg)
  * the whole queue, its empty pages but the first, so a kept page that a page back from the full
  * queue (page_unfull) went behind still counts; one pass over a queue that is short when its
  * first page is empty. They are ordinary empty pages of the queue: heap_collect() and thread
- * exit give them back with the others (heap_release_empty).
+ * exit give them back with the others (heap_release_empty), and a span taken for another bin
+ * first (page_give_back_kept, below).
  */
 
 /* Bytes of the spans in q that hold no block, its first page aside: the bin's kept pages. */
@@ -378,6 +379,27 @@ static size_t queue_kept_bytes(const struct page_queue *q)
 		if (t->used == 0)
 			bytes += page_span_bytes(t);
 	return bytes;
+}
+
+/*
+ * The heap is about to take a span for bin: the other bins give back their kept empty pages
+ * first (each queue's run of empty pages at its back, page_retire's), so that memory kept for
+ * another bin's next round is never beside new memory taken (the span takes their slots warm
+ * if it fits there: core/span.c), the way an owner's dirty slots are purged when its slow path
+ * takes a span (core/purge.c). A page on a delayed list stays (page_retire's test).
+ */
+static void page_give_back_kept(struct heap *heap, unsigned bin)
+{
+	for (unsigned b = 1; b < NBINS; b++) {
+		struct page_queue *q = &heap->bins[b];
+		struct page *pg;
+
+		while (b != bin && (pg = q->last) && pg != q->first && pg->used == 0 &&
+		       xt_tag(atomic_load_explicit(&pg->xthread, memory_order_relaxed)) == XT_NORMAL) {
+			sefer__queue_remove(q, pg);
+			sefer__span_free(&heap->segments, pg);
+		}
+	}
 }
 
 /*
@@ -579,6 +601,7 @@ retry:
 	if (heap == sefer__heap && heap->taken_over &&
 	    __atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) && sefer__heap_switch(heap, bin))
 		return PAGE_SWITCHED;
+	page_give_back_kept(heap, bin);
 	pg = sefer__span_alloc(&heap->segments, bin_span_pages(bin), policy_segment_node(heap));
 	/* after the span took the dirty slots it wanted (core/span.c) */
 	if (IS_ENABLED(CONFIG_DECOMMIT) && purge_pending(&heap->segments))

@@ -590,7 +590,7 @@ END_TEST
  * them; a page past the bound is given back. The pages of a class fill, the first one empties
  * first, then the others in turn: KEPT_EMPTY_BYTES' worth stay in the queue, the last two are
  * given back, and a second round as large as the first page and the kept ones holds takes no
- * other page.
+ * other page. A span taken for another bin then gives the kept pages back.
  */
 #define SPARE_SIZE 600 /* the 640-byte class, which no other test here uses */
 #define SPARE_MAX_PAGES 64
@@ -610,6 +610,7 @@ static void *kept_empty_round(void *arg)
 	struct page *pages[SPARE_MAX_PAGES];
 	struct page_queue *q;
 	size_t n = 0, np = 0, want, keep;
+	void *x;
 
 	(void)arg;
 	held[n] = sefer_malloc(SPARE_SIZE);
@@ -676,6 +677,25 @@ static void *kept_empty_round(void *arg)
 	}
 	for (size_t i = 0; i < n; i++)
 		sefer_free(held[i]);
+	for (size_t p = 0; p < keep; p++)
+		ck_assert(queue_holds(q, pages[p])); /* kept again */
+	/* a span taken for another bin gives them back first (page_give_back_kept) */
+	x = NULL;
+	for (size_t sz = 2 * DIRECT_MAX; !x && sz <= SMALL_MAX / 2; sz += sz / 4) {
+		struct heap *heap = heap_get();
+		unsigned b = bin_index(sz);
+
+		if (heap->bins[b].first || (b + 1 < NBINS && heap->bins[b + 1].first) ||
+		    (b + 2 < NBINS && heap->bins[b + 2].first))
+			continue; /* a page of its own, or one to borrow from */
+		x = sefer_malloc(sz);
+		ck_assert_ptr_nonnull(x);
+		for (size_t p = 0; p < keep; p++)
+			ck_assert_msg(!queue_holds(q, pages[p]), "kept page %zu not given back", p);
+		ck_assert_ptr_eq(q->first, pages[want - 1]); /* the first page stays */
+	}
+	ck_assert_msg(x != NULL, "no bin without pages to take a span for");
+	sefer_free(x);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	return NULL;
 }
