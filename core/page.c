@@ -364,20 +364,29 @@ void sefer__page_delayed_back(struct heap *heap, struct page *pg)
  * next round's mallocs: bulk's 256-byte row (1024 blocks a round, four pages) spent about a
  * fifth of its time there (Documentation/benchmarks.rst). The bound is per bin and counted over
  * the whole queue, its empty pages but the first, so a kept page that a page back from the full
- * queue (page_unfull) went behind still counts; one pass over a queue that is short when its
- * first page is empty. They are ordinary empty pages of the queue: heap_collect() and thread
+ * queue (page_unfull) went behind still counts; a queue too long to walk keeps nothing more
+ * (queue_kept_bytes). They are ordinary empty pages of the queue: heap_collect() and thread
  * exit give them back with the others (heap_release_empty), and a span taken for another bin
  * first (page_give_back_kept, below).
  */
 
-/* Bytes of the spans in q that hold no block, its first page aside: the bin's kept pages. */
+/*
+ * Bytes of the spans in q that hold no block, its first page aside: the bin's kept pages.
+ * SIZE_MAX (keep nothing more) for a queue longer than KEPT_SCAN_PAGES (core/heap.h), not walked
+ * whole: a phase that frees a large heap in a random order empties thousands of pages of one
+ * bin behind an empty first page, and a walk at each would be quadratic.
+ */
 static size_t queue_kept_bytes(const struct page_queue *q)
 {
 	size_t bytes = 0;
+	unsigned n = 0;
 
-	for (const struct page *t = q->first ? q->first->next : NULL; t; t = t->next)
+	for (const struct page *t = q->first ? q->first->next : NULL; t; t = t->next) {
+		if (++n > KEPT_SCAN_PAGES)
+			return SIZE_MAX;
 		if (t->used == 0)
 			bytes += page_span_bytes(t);
+	}
 	return bytes;
 }
 
@@ -426,7 +435,9 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	sefer_assert_expensive(page_counts_agree(pg));
 	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {
-		if (queue_kept_bytes(q) + page_span_bytes(pg) > KEPT_EMPTY_BYTES)
+		size_t kept = queue_kept_bytes(q);
+
+		if (kept == SIZE_MAX || kept + page_span_bytes(pg) > KEPT_EMPTY_BYTES)
 			sefer__span_free(&heap->segments, pg);
 		else
 			sefer__queue_push_back(q, pg); /* kept: the first page is unchanged */

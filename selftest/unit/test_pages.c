@@ -708,6 +708,76 @@ START_TEST(empty_pages_kept_then_given_back)
 }
 END_TEST
 
+/*
+ * A bin queue longer than KEPT_SCAN_PAGES behind an empty first page keeps no emptied page:
+ * page_retire() does not walk it (a phase that frees a large heap in a random order empties
+ * thousands of pages behind an empty first page). The pages of a class fill, each but the
+ * first gets all its blocks back but one (back into the bin queue, behind the first), the
+ * first empties, and then the next page to empty is given back.
+ */
+#define LONG_SIZE 400 /* the 448-byte class, which no other test here uses */
+
+static void *long_queue_round(void *arg)
+{
+	enum { N = 16384 };
+	static void *held[N];
+	struct page *pages[KEPT_SCAN_PAGES + 4], *first, *pg;
+	struct page_queue *q;
+	size_t n = 0, np = 0, want = KEPT_SCAN_PAGES + 3;
+
+	(void)arg;
+	for (;;) {
+		ck_assert_uint_lt(n, N);
+		held[n] = sefer_malloc(LONG_SIZE);
+		ck_assert_ptr_nonnull(held[n]);
+		pg = page_of(segment_of(held[n]), held[n]);
+		if (!np || pg != pages[np - 1]) {
+			ck_assert_uint_lt(np, want);
+			pages[np++] = pg;
+		}
+		n++;
+		if (np == want && !pg->free && pg->reserved == pg->capacity)
+			break;
+	}
+	first = pages[want - 1];
+	q = &heap_get()->bins[first->bin];
+	ck_assert_ptr_eq(q->first, first);
+	/* every page but the first keeps its last block; the first empties */
+	for (size_t i = 0; i + 1 < n; i++) {
+		pg = page_of(segment_of(held[i]), held[i]);
+		if (pg == first || page_of(segment_of(held[i + 1]), held[i + 1]) == pg) {
+			sefer_free(held[i]);
+			held[i] = NULL;
+		}
+	}
+	sefer_free(held[n - 1]);
+	held[n - 1] = NULL;
+	ck_assert_uint_eq(first->used, 0);
+	ck_assert_ptr_eq(q->first, first);
+	ck_assert_uint_eq(pages[0]->used, 1);
+	ck_assert(queue_holds(q, pages[0]));
+	for (size_t i = 0; i < n; i++)
+		if (held[i] && page_of(segment_of(held[i]), held[i]) == pages[0]) {
+			sefer_free(held[i]);
+			held[i] = NULL;
+		}
+	ck_assert_msg(!queue_holds(q, pages[0]), "a page kept behind a queue of %zu pages",
+		      want - 1);
+	ck_assert_uint_eq(pages[0]->span, 0); /* its slots are free */
+	for (size_t i = 0; i < n; i++)
+		sefer_free(held[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(long_queue_keeps_nothing)
+{
+	if (policy_keeps_small_blocks())
+		return; /* a magazine keeps the freed blocks: the pages do not empty */
+	in_fresh_heap(long_queue_round);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -725,6 +795,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, realloc_copy_retires_a_page_behind);
 	tcase_add_test(tc, warm_span_carves_more);
 	tcase_add_test(tc, empty_pages_kept_then_given_back);
+	tcase_add_test(tc, long_queue_keeps_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
