@@ -403,7 +403,9 @@ static void page_give_back_kept(struct heap *heap, unsigned bin)
 		struct page_queue *q = &heap->bins[b];
 		struct page *pg;
 
-		while (b != bin && (pg = q->last) && pg != q->first && pg->used == 0 &&
+		if (b == bin)
+			continue;
+		while ((pg = q->last) && pg != q->first && pg->used == 0 &&
 		       xt_tag(atomic_load_explicit(&pg->xthread, memory_order_relaxed)) == XT_NORMAL) {
 			sefer__queue_remove(q, pg);
 			sefer__span_free(&heap->segments, pg);
