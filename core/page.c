@@ -390,6 +390,12 @@ static size_t queue_kept_bytes(const struct page_queue *q)
 	return bytes;
 }
 
+/* Is pg on no delayed list, with no cross-thread free pushed (the tag NORMAL, no list)? */
+static inline bool page_xthread_normal(const struct page *pg)
+{
+	return atomic_load_explicit(&pg->xthread, memory_order_relaxed) == XT_NORMAL;
+}
+
 /*
  * The heap is about to take a span for bin: the other bins give back their kept empty pages
  * first (each queue's run of empty pages at its back, page_retire's), so that memory kept for
@@ -406,7 +412,7 @@ static void page_give_back_kept(struct heap *heap, unsigned bin)
 		if (b == bin)
 			continue;
 		while ((pg = q->last) && pg != q->first && pg->used == 0 &&
-		       xt_tag(atomic_load_explicit(&pg->xthread, memory_order_relaxed)) == XT_NORMAL) {
+		       page_xthread_normal(pg)) {
 			sefer__queue_remove(q, pg);
 			sefer__span_free(&heap->segments, pg);
 		}

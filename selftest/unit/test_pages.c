@@ -592,8 +592,8 @@ END_TEST
  * given back, and a second round as large as the first page and the kept ones holds takes no
  * other page. A span taken for another bin then gives the kept pages back.
  */
-#define SPARE_SIZE 600 /* the 640-byte class, which no other test here uses */
-#define SPARE_MAX_PAGES 64
+#define KEPT_SIZE 600 /* the 640-byte class, which no other test here uses */
+#define KEPT_MAX_PAGES 64
 
 static bool queue_holds(const struct page_queue *q, const struct page *pg)
 {
@@ -607,19 +607,19 @@ static void *kept_empty_round(void *arg)
 {
 	enum { N = 8192 };
 	static void *held[N];
-	struct page *pages[SPARE_MAX_PAGES];
+	struct page *pages[KEPT_MAX_PAGES];
 	struct page_queue *q;
 	size_t n = 0, np = 0, want, keep;
 	void *x;
 
 	(void)arg;
-	held[n] = sefer_malloc(SPARE_SIZE);
+	held[n] = sefer_malloc(KEPT_SIZE);
 	ck_assert_ptr_nonnull(held[n]);
 	pages[np++] = page_of(segment_of(held[n]), held[n]);
 	n++;
 	keep = KEPT_EMPTY_BYTES / page_span_bytes(pages[0]);
 	want = keep + 3; /* the first page, the kept ones, two to give back */
-	ck_assert_uint_le(want, SPARE_MAX_PAGES);
+	ck_assert_uint_le(want, KEPT_MAX_PAGES);
 	/* fill want pages whole */
 	for (;;) {
 		struct page *last = pages[np - 1];
@@ -627,7 +627,7 @@ static void *kept_empty_round(void *arg)
 		if (np == want && !last->free && last->reserved == last->capacity)
 			break;
 		ck_assert_uint_lt(n, N);
-		held[n] = sefer_malloc(SPARE_SIZE);
+		held[n] = sefer_malloc(KEPT_SIZE);
 		ck_assert_ptr_nonnull(held[n]);
 		if (page_of(segment_of(held[n]), held[n]) != last) {
 			ck_assert_uint_lt(np, want);
@@ -667,13 +667,13 @@ static void *kept_empty_round(void *arg)
 		struct page *pg;
 		bool kept = false;
 
-		held[i] = sefer_malloc(SPARE_SIZE);
+		held[i] = sefer_malloc(KEPT_SIZE);
 		ck_assert_ptr_nonnull(held[i]);
 		pg = page_of(segment_of(held[i]), held[i]);
 		for (size_t p = 0; p < keep; p++)
 			kept |= pg == pages[p];
-		ck_assert_msg(kept || pg == pages[want - 1], "block %zu of the second round from a "
-			      "page that was not kept", i);
+		ck_assert_msg(kept || pg == pages[want - 1],
+			      "block %zu of the second round from a page not kept", i);
 	}
 	for (size_t i = 0; i < n; i++)
 		sefer_free(held[i]);
