@@ -603,38 +603,49 @@ static bool queue_holds(const struct page_queue *q, const struct page *pg)
 	return false;
 }
 
+/*
+ * Fill want pages of size's class whole, from a fresh heap: held[] gets the blocks (at most
+ * max), pages[] the pages in the order they filled. Returns how many blocks. The last page
+ * filled is its bin's first, with no free block left; the others are in the full queue.
+ */
+static size_t fill_pages(size_t size, void **held, size_t max, struct page **pages, size_t want)
+{
+	size_t n = 0, np = 0;
+
+	for (;;) {
+		struct page *pg;
+
+		ck_assert_uint_lt(n, max);
+		held[n] = sefer_malloc(size);
+		ck_assert_ptr_nonnull(held[n]);
+		pg = page_of(segment_of(held[n]), held[n]);
+		if (!np || pg != pages[np - 1]) {
+			ck_assert_uint_lt(np, want);
+			pages[np++] = pg;
+		}
+		n++;
+		if (np == want && !pg->free && pg->reserved == pg->capacity)
+			return n;
+	}
+}
+
 static void *kept_empty_round(void *arg)
 {
 	enum { N = 8192 };
 	static void *held[N];
 	struct page *pages[KEPT_MAX_PAGES];
 	struct page_queue *q;
-	size_t n = 0, np = 0, want, keep;
+	size_t n, want, keep;
 	void *x;
 
 	(void)arg;
-	held[n] = sefer_malloc(KEPT_SIZE);
-	ck_assert_ptr_nonnull(held[n]);
-	pages[np++] = page_of(segment_of(held[n]), held[n]);
-	n++;
-	keep = KEPT_EMPTY_BYTES / page_span_bytes(pages[0]);
+	x = sefer_malloc(KEPT_SIZE); /* the span size of the class */
+	ck_assert_ptr_nonnull(x);
+	keep = KEPT_EMPTY_BYTES / page_span_bytes(page_of(segment_of(x), x));
+	sefer_free(x);
 	want = keep + 3; /* the first page, the kept ones, two to give back */
 	ck_assert_uint_le(want, KEPT_MAX_PAGES);
-	/* fill want pages whole */
-	for (;;) {
-		struct page *last = pages[np - 1];
-
-		if (np == want && !last->free && last->reserved == last->capacity)
-			break;
-		ck_assert_uint_lt(n, N);
-		held[n] = sefer_malloc(KEPT_SIZE);
-		ck_assert_ptr_nonnull(held[n]);
-		if (page_of(segment_of(held[n]), held[n]) != last) {
-			ck_assert_uint_lt(np, want);
-			pages[np++] = page_of(segment_of(held[n]), held[n]);
-		}
-		n++;
-	}
+	n = fill_pages(KEPT_SIZE, held, N, pages, want);
 	q = &heap_get()->bins[pages[0]->bin];
 	ck_assert_ptr_eq(q->first, pages[want - 1]);
 	/* the first page empties first, then the others in the order they filled */
@@ -721,24 +732,12 @@ static void *long_queue_round(void *arg)
 {
 	enum { N = 16384 };
 	static void *held[N];
-	struct page *pages[KEPT_SCAN_PAGES + 4], *first, *pg;
+	struct page *pages[KEPT_SCAN_PAGES + 3], *first, *pg;
 	struct page_queue *q;
-	size_t n = 0, np = 0, want = KEPT_SCAN_PAGES + 3;
+	size_t n, want = KEPT_SCAN_PAGES + 3;
 
 	(void)arg;
-	for (;;) {
-		ck_assert_uint_lt(n, N);
-		held[n] = sefer_malloc(LONG_SIZE);
-		ck_assert_ptr_nonnull(held[n]);
-		pg = page_of(segment_of(held[n]), held[n]);
-		if (!np || pg != pages[np - 1]) {
-			ck_assert_uint_lt(np, want);
-			pages[np++] = pg;
-		}
-		n++;
-		if (np == want && !pg->free && pg->reserved == pg->capacity)
-			break;
-	}
+	n = fill_pages(LONG_SIZE, held, N, pages, want);
 	first = pages[want - 1];
 	q = &heap_get()->bins[first->bin];
 	ck_assert_ptr_eq(q->first, first);
