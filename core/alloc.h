@@ -2,7 +2,8 @@
 /*
  * The fast paths, inlined into both faces (sefer_* and the malloc family).
  *
- * malloc (size <= DIRECT_MAX): TLS copy of the heap's direct[size/16] -> page -> pop page->free.
+ * malloc (size <= DIRECT_TLS_MAX): TLS copy of the heap's direct[size/16] -> page -> pop
+ * page->free; up to DIRECT_MAX the heap's direct[size/16] (core/bins.h).
  * free: segment_of(p) -> thread's owned-segment cache hit ? page_of -> push page->free :
  *       slow path (segment table, cross-thread push, large object, full page, foreign).
  * No lock, no atomic read-modify-write, no indirect call: see the disassembly in
@@ -105,14 +106,18 @@ static always_inline void *heap_malloc_inline(struct heap *heap, size_t size)
 	return sefer__malloc_generic(size, heap, false);
 }
 
-/* malloc from the calling thread's default heap: its page from the TLS copy of the table. */
+/*
+ * malloc from the calling thread's default heap: its page from the TLS copy of the table; above
+ * DIRECT_TLS_MAX, malloc_generic_default() pops from the heap's own table (a jump and the heap
+ * pointer's load more, which the path up to DIRECT_TLS_MAX does not pay).
+ */
 static always_inline void *sefer_malloc_inline(size_t size)
 {
 	void *p = policy_small_alloc(heap_get(), size);
 
 	if (p)
 		return annotate_policy_alloc(p, size);
-	if (likely(size <= DIRECT_MAX))
+	if (likely(size <= DIRECT_TLS_MAX))
 		return direct_malloc(NULL, sefer__direct[direct_slot(size)], size);
 	return sefer__malloc_generic_default(size);
 }

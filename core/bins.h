@@ -15,14 +15,22 @@
 
 #define SMALL_MAX ((size_t)128 << 10)
 #define NBINS 49 /* bin 0 unused */
-#define DIRECT_MAX 1024 /* sizes served straight from the heap's direct table */
+/*
+ * Sizes up to DIRECT_MAX are served straight from the heap's direct table (core/heap.h), those
+ * up to DIRECT_TLS_MAX from the calling thread's TLS copy of its first slots: the copy is
+ * initial-exec TLS, which a library loaded by dlopen() must fit in glibc's static TLS surplus
+ * (2,128 bytes for the whole table did not; Documentation/benchmarks.rst).
+ */
+#define DIRECT_MAX 4096
 #define DIRECT_SLOTS (DIRECT_MAX / GRANULE + 1)
+#define DIRECT_TLS_MAX 1024
+#define DIRECT_TLS_SLOTS (DIRECT_TLS_MAX / GRANULE + 1)
 /*
  * A bin whose blocks are bigger than BORROW_MIN_SIZE may hand out a free block of one of the
  * next BORROW_BINS bins rather than carve one (core/page.c, page_borrow): a small block's
  * usable size is its class's or, above BORROW_MIN_SIZE, up to 7/4 of the size asked for.
  */
-#define BORROW_MIN_SIZE DIRECT_MAX
+#define BORROW_MIN_SIZE 1024
 #define BORROW_BINS 2
 
 /*

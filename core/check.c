@@ -141,7 +141,7 @@ static void check_direct(struct check_ctx *c, struct heap *heap)
 
 		if (heap->direct[s] != (first ? first : &sefer__page_empty))
 			problem(c, "direct table slot not its bin's first page", &heap->direct[s]);
-		if (heap == heap_get() && sefer__direct[s] != heap->direct[s])
+		if (heap == heap_get() && s < DIRECT_TLS_SLOTS && sefer__direct[s] != heap->direct[s])
 			problem(c, "thread's copy of the direct table differs", &sefer__direct[s]);
 	}
 }

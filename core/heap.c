@@ -40,8 +40,8 @@ SEFER_INTERNAL struct heap sefer__heap_empty = {
 	.direct = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty}};
 SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec"))) =
 	&sefer__heap_empty;
-SEFER_INTERNAL __thread struct page *sefer__direct[DIRECT_SLOTS] __attribute__((tls_model(
-	"initial-exec"))) = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty};
+SEFER_INTERNAL __thread struct page *sefer__direct[DIRECT_TLS_SLOTS] __attribute__((tls_model(
+	"initial-exec"))) = {[0 ... DIRECT_TLS_SLOTS - 1] = &sefer__page_empty};
 SEFER_INTERNAL __thread struct segment *sefer__owned[OWNED_SLOTS]
 	__attribute__((tls_model("initial-exec"))) = {[0 ... OWNED_SLOTS - 1] = OWNED_NONE};
 
@@ -61,12 +61,13 @@ static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page
 
 	for (size_t s = lo; s <= hi; s++) {
 		heap->direct[s] = pg;
-		if (copy)
+		if (copy && s < DIRECT_TLS_SLOTS)
 			copy[s] = pg;
 	}
 }
 
-/* heap becomes the calling thread's default heap (or &heap_empty: none), its table copied. */
+/* heap becomes the calling thread's default heap (or &heap_empty: none), its table copied
+ * (the slots the copy holds). */
 static void heap_attach(struct heap *heap)
 {
 	memcpy(sefer__direct, heap->direct, sizeof(sefer__direct));

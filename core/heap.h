@@ -112,11 +112,12 @@ SEFER_INTERNAL_EXTERN __thread struct heap *sefer__heap __attribute__((tls_model
  * owned-segment cache in owned.h): malloc's fast path reads the page straight from it,
  * without loading the heap pointer first. A dependent load fewer on the way to the block:
  * bignum's malloc took 1.4x snmalloc's samples with the table behind the heap pointer
- * (Documentation/benchmarks.rst). It always equals sefer__heap->direct: heap_direct_set()
- * writes both while the heap is the caller's default, and heap_attach() copies the table
- * whole when sefer__heap changes; only the heap's owner thread writes either then.
+ * (Documentation/benchmarks.rst). It holds the table's first DIRECT_TLS_SLOTS slots (bins.h)
+ * and always equals them: heap_direct_set() writes both while the heap is the caller's default,
+ * and heap_attach() copies them when sefer__heap changes; only the heap's owner thread writes
+ * either then.
  */
-SEFER_INTERNAL_EXTERN __thread struct page *sefer__direct[DIRECT_SLOTS]
+SEFER_INTERNAL_EXTERN __thread struct page *sefer__direct[DIRECT_TLS_SLOTS]
 	__attribute__((tls_model("initial-exec")));
 
 static always_inline struct heap *heap_get(void)

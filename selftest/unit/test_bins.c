@@ -41,7 +41,8 @@ START_TEST(class_layout)
 		{ 48, (size_t)128 << 10 },
 	};
 
-	ck_assert_uint_eq(bin_index(DIRECT_MAX), 20);
+	ck_assert_uint_eq(bin_index(DIRECT_TLS_MAX), 20);
+	ck_assert_uint_eq(bin_index(DIRECT_MAX), 28);
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		ck_assert_uint_eq(bin_block_size(at[i].bin), at[i].bs);
 		ck_assert_uint_eq(bin_index(at[i].bs), at[i].bin);

@@ -398,7 +398,7 @@ static bool direct_copy_matches(void)
 {
 	struct heap *heap = heap_get();
 
-	for (size_t s = 0; s < DIRECT_SLOTS; s++)
+	for (size_t s = 0; s < DIRECT_TLS_SLOTS; s++)
 		if (sefer__direct[s] != heap->direct[s])
 			return false;
 	return true;

@@ -777,6 +777,55 @@ START_TEST(long_queue_keeps_nothing)
 }
 END_TEST
 
+/*
+ * The direct table serves sizes up to DIRECT_MAX (core/bins.h), the thread's TLS copy the first
+ * DIRECT_TLS_SLOTS of them: for sizes above the copy, the heap's own slot must follow its bin's
+ * first page as pages fill and new ones take over (malloc_generic_default pops from it), and
+ * sefer_check_heap() checks every slot. A class of 3,000 B fills a page and then another.
+ */
+#define TABLE_SIZE 3000 /* the 3,072-byte class, which no other test here uses */
+
+static void *direct_table_round(void *arg)
+{
+	enum { N = 256 };
+	static void *held[N];
+	struct heap *heap;
+	struct page *first = NULL;
+	size_t slot = (TABLE_SIZE + GRANULE - 1) >> GRANULE_SHIFT, pages = 0;
+
+	(void)arg;
+	ck_assert_uint_gt(TABLE_SIZE, DIRECT_TLS_MAX);
+	ck_assert_uint_le(TABLE_SIZE, DIRECT_MAX);
+	for (size_t i = 0; i < N && pages < 3; i++) {
+		struct page *pg;
+
+		held[i] = sefer_malloc(TABLE_SIZE);
+		ck_assert_ptr_nonnull(held[i]);
+		heap = heap_get();
+		pg = page_of(segment_of(held[i]), held[i]);
+		ck_assert_ptr_eq(pg, heap->bins[bin_index(TABLE_SIZE)].first);
+		ck_assert_ptr_eq(heap->direct[slot], pg);
+		if (pg != first) {
+			first = pg;
+			pages++;
+		}
+	}
+	ck_assert_uint_eq(pages, 3); /* two pages filled, a third took over */
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	for (size_t i = 0; i < N; i++)
+		sefer_free(held[i]);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(direct_table_above_the_tls_copy)
+{
+	if (policy_keeps_small_blocks())
+		return; /* a magazine may serve the size first */
+	in_fresh_heap(direct_table_round);
+}
+END_TEST
+
 Suite *pages_suite(void)
 {
 	Suite *s = suite_create("pages");
@@ -795,6 +844,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, warm_span_carves_more);
 	tcase_add_test(tc, empty_pages_kept_then_given_back);
 	tcase_add_test(tc, long_queue_keeps_nothing);
+	tcase_add_test(tc, direct_table_above_the_tls_copy);
 	suite_add_tcase(s, tc);
 	return s;
 }
