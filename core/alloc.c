@@ -116,8 +116,8 @@ void *sefer__malloc_slow_default(size_t size)
 
 /*
  * malloc's sizes above the TLS copy of the direct table: up to DIRECT_MAX the heap's table has
- * the page (1-4 KiB blocks without bin_index() and pop_block(): 0.72-0.87x the time of a loop of
- * mallocs and frees of one size, Documentation/benchmarks.rst).
+ * the page (1-4 KiB blocks without bin_index() and pop_block(): 0.76-0.90x the time of a loop
+ * of mallocs and frees of one size, Documentation/benchmarks.rst).
  */
 void *sefer__malloc_generic_default(size_t size)
 {

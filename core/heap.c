@@ -66,8 +66,10 @@ static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page
 	}
 }
 
-/* heap becomes the calling thread's default heap (or &heap_empty: none), its table copied
- * (the slots the copy holds). */
+/*
+ * heap becomes the calling thread's default heap (or &heap_empty: none), its table copied (the
+ * slots the copy holds).
+ */
 static void heap_attach(struct heap *heap)
 {
 	memcpy(sefer__direct, heap->direct, sizeof(sefer__direct));

@@ -184,8 +184,10 @@ SEFER_INTERNAL struct heap *sefer__heap_switch(struct heap *heap, unsigned bin);
 SEFER_INTERNAL_EXTERN unsigned sefer__nparked; /* parked heaps (a hint, read relaxed) */
 SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag);
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
-/* A bin with an empty first page keeps this many bytes of emptied spans more (page_retire),
- * counted over at most KEPT_SCAN_PAGES pages behind the first (a longer queue keeps none). */
+/*
+ * A bin with an empty first page keeps this many bytes of emptied spans more (page_retire),
+ * counted over at most KEPT_SCAN_PAGES pages behind the first (a longer queue keeps none).
+ */
 #define KEPT_EMPTY_BYTES ((size_t)256 << 10)
 #define KEPT_SCAN_PAGES 32
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
