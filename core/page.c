@@ -439,7 +439,7 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	 * Not on a delayed list, and no pusher can put it there now: a tag of FULL goes with
 	 * PAGE_FULL (page_to_full, page_unfull), and with no block out nobody frees into it.
 	 */
-	sefer_assert(atomic_load_explicit(&pg->xthread, memory_order_relaxed) == XT_NORMAL);
+	sefer_assert(page_xthread_normal(pg));
 	sefer_assert_expensive(page_counts_agree(pg));
 	sefer__queue_remove(q, pg);
 	if (q->first && q->first->used == 0) {

@@ -639,10 +639,7 @@ static void *kept_empty_round(void *arg)
 	void *x;
 
 	(void)arg;
-	x = sefer_malloc(KEPT_SIZE); /* the span size of the class */
-	ck_assert_ptr_nonnull(x);
-	keep = KEPT_EMPTY_BYTES / page_span_bytes(page_of(segment_of(x), x));
-	sefer_free(x);
+	keep = KEPT_EMPTY_BYTES / ((size_t)bin_span_pages(bin_index(KEPT_SIZE)) << SPAGE_SHIFT);
 	want = keep + 3; /* the first page, the kept ones, two to give back */
 	ck_assert_uint_le(want, KEPT_MAX_PAGES);
 	n = fill_pages(KEPT_SIZE, held, N, pages, want);
