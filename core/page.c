@@ -431,6 +431,7 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
 	sefer_assert(pg->used == 0);
+	purge_heartbeat(&heap->segments);
 	if ((pg->flags & PAGE_FULL) || q->first == pg)
 		return;
 	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)

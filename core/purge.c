@@ -185,10 +185,11 @@ void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
 /*
  * Purge what is due: the set's segments (its cached empty ones included), then the spare and
  * abandoned segments of exited heaps when the global deadline has passed. All with force.
- * took_span: the owner's slow path just took a span (a late pass may then defer, "resuming");
- * not for sefer_collect(), which purges what aged out whenever the program asks.
+ * on_the_way: a pass the owner's slow path makes on its way (page_find after a span, and
+ * purge_heartbeat): a late one may defer ("resuming"); not sefer_collect()'s, which purges
+ * what aged out whenever the program asks.
  */
-void sefer__purge_pass(struct segment_set *set, bool force, bool took_span)
+void sefer__purge_pass(struct segment_set *set, bool force, bool on_the_way)
 {
 	uint64_t now = sefer__os.clock_ms();
 	uint64_t global = atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
@@ -197,7 +198,7 @@ void sefer__purge_pass(struct segment_set *set, bool force, bool took_span)
 		sefer__global_purge(now, force);
 	if (!force && (!set->next_purge || now < set->next_purge))
 		return;
-	if (!force && took_span && sefer__purge_deferred(set, now))
+	if (!force && on_the_way && sefer__purge_deferred(set, now))
 		return;
 	sefer__purge_calm(set, now);
 	sefer__purge_set(set, now, force);
@@ -399,15 +400,16 @@ static void unowned_calm(uint64_t now)
 
 /*
  * ---- resuming ----
- * There is no background thread: a set's pass runs when its owner's slow path takes a new
- * span. A pass that comes half a delay or more after the set's deadline finds an owner that
- * took no span for that long and takes one now: it resumes after a pause. What it freed before the
- * pause stayed resident through it, and giving it back now, as the new phase starts, would
- * make the phase fault it in again (a server's next burst of requests). Such a pass leaves
- * the set's slots for one more delay, and the next one purges what is still due, unless the
- * set took dirty slots since (the deferral was right: the new phase reused the memory).
- * Only the pass after a span (page_find) asks; sefer_collect() purges what aged out. Returns
- * whether this pass is deferred.
+ * There is no background thread: a set's pass runs on its owner's slow paths, when one takes a
+ * new span and every PURGE_BEAT-th one that takes none while a deadline is pending
+ * (purge_heartbeat, purge.h). A pass that comes half a delay or more after the set's deadline
+ * finds an owner that ran none of them for that long: it resumes after a pause. What it freed
+ * before the pause stayed resident through it, and giving it back now, as the new phase
+ * starts, would make the phase fault it in again (a server's next burst of requests). Such a
+ * pass leaves the set's slots for one more delay, and the next one purges what is still due,
+ * unless the set took dirty slots since (the deferral was right: the new phase reused the
+ * memory). Only the passes on the owner's way (page_find, purge_heartbeat) ask;
+ * sefer_collect() purges what aged out. Returns whether this pass is deferred.
  */
 bool sefer__purge_deferred(struct segment_set *set, uint64_t now)
 {

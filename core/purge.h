@@ -33,7 +33,7 @@ SEFER_INTERNAL void sefer__segment_purge(struct segment_set *set, struct segment
 SEFER_INTERNAL void sefer__purge_span_tails(struct segment_set *set);
 SEFER_INTERNAL void sefer__purge_tail_recommit(struct page *pg, bool whole);
 SEFER_INTERNAL void sefer__purge_set(struct segment_set *set, uint64_t now, bool force);
-SEFER_INTERNAL void sefer__purge_pass(struct segment_set *set, bool force, bool took_span);
+SEFER_INTERNAL void sefer__purge_pass(struct segment_set *set, bool force, bool on_the_way);
 SEFER_INTERNAL void sefer__purge_calm(struct segment_set *set, uint64_t now);
 SEFER_INTERNAL bool sefer__purge_deferred(struct segment_set *set, uint64_t now);
 SEFER_INTERNAL void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg,
@@ -60,6 +60,23 @@ SEFER_INTERNAL void sefer__purge_handoff_used(struct segment *seg, uint64_t bits
 static inline bool purge_pending(const struct segment_set *set)
 {
 	return set->next_purge || atomic_load_explicit(&sefer__purge_at, memory_order_relaxed);
+}
+
+/*
+ * The owner's slow paths that take no span look at the deadlines too: a page emptied
+ * (page_retire) and malloc's slow path, every PURGE_BEAT-th of them while a deadline is
+ * pending (one clock read; the pass purges what is due). Without them a thread that freed a
+ * phase's memory and went on in the pages it had, taking no span, never purged it: 400,000
+ * blocks of 48 B freed, then a second of malloc/free of a few blocks, kept all 23 MiB
+ * resident (Documentation/decommit.rst).
+ */
+#define PURGE_BEAT 64
+
+static inline void purge_heartbeat(struct segment_set *set)
+{
+	if (IS_ENABLED(CONFIG_DECOMMIT) && unlikely(purge_pending(set)) &&
+	    !(++set->purge_beat & (PURGE_BEAT - 1)))
+		sefer__purge_pass(set, false, true);
 }
 
 /*

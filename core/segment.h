@@ -350,6 +350,7 @@ struct segment_set {
 	bool purge_deferred;	/* a late pass left the slots for one more delay ("resuming") */
 	uint64_t warm_spans;	   /* spans that took dirty slots */
 	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */
+	unsigned purge_beat;	   /* the owner's slow paths that took no span (purge_heartbeat) */
 };
 
 /*

@@ -6,6 +6,8 @@
  *    other thread; the threads exit; after the purge delay RSS (/proc/self/statm) is back
  *    within a few MiB of where it started.
  *  - producer/consumer: one thread allocates, another frees, far more bytes than RSS may grow.
+ *  - a thread that freed a phase's blocks and goes on running in the pages it kept (malloc and
+ *    free of a few blocks, no new span): RSS comes back all the same (purge_heartbeat).
  *
  * Under a sanitizer the sizes shrink and RSS is not checked (shadow memory dominates). With
  * CONFIG_DECOMMIT off the same runs must still be correct; RSS is not checked either.
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/options.h"
+#include "sefer/os.h"
 #include "selftest/decommit/workload.h"
 #include "unit.h"
 
@@ -129,6 +132,70 @@ START_TEST(decommit_prodcons_bounded)
 }
 END_TEST
 
+/*
+ * A thread frees everything it allocated and goes on with a few blocks of a class it used,
+ * whose page empties and fills again: it takes no span, so only the owner's other slow paths
+ * can purge what it freed (purge.h, purge_heartbeat). Before those did, a second of it kept
+ * all of it resident.
+ */
+#define RUNNING_TOTAL (SANITIZED ? 16 * MiB : 64 * MiB)
+
+struct running_case {
+	size_t start, freed, end;
+};
+
+static void *running_thread(void *arg)
+{
+	struct running_case *c = arg;
+	size_t cap = RUNNING_TOTAL / 48, n = 0;
+	void **blk = map(cap * sizeof(void *)), *few[64];
+	uint64_t until;
+
+	for (size_t bytes = 0; bytes + 48 <= RUNNING_TOTAL && n < cap; bytes += 48) {
+		unsigned char *p = sefer_malloc(48);
+
+		ck_assert_ptr_nonnull(p);
+		p[0] = p[47] = 1;
+		blk[n++] = p;
+	}
+	for (size_t i = 0; i < n; i++)
+		sefer_free(blk[i]);
+	munmap(blk, cap * sizeof(void *));
+	c->freed = rss_bytes();
+	until = sefer__os.clock_ms() + sefer__opt.purge_delay_ms + 100;
+	while (sefer__os.clock_ms() < until) {
+		for (int i = 0; i < 64; i++) {
+			few[i] = sefer_malloc(40); /* the 48-byte class: its first page */
+			ck_assert_ptr_nonnull(few[i]);
+		}
+		for (int i = 0; i < 64; i++)
+			sefer_free(few[i]);
+	}
+	c->end = rss_bytes();
+	return NULL;
+}
+
+START_TEST(decommit_running_thread_returns)
+{
+	struct running_case c = { 0 };
+	pthread_t t;
+
+	if (!sefer__opt.purge_delay_ms || sefer__opt.purge_delay_ms > 1000)
+		return; /* purged at once, or never: nothing to wait for */
+	sefer_collect(true);
+	c.start = rss_bytes();
+	pthread_create(&t, NULL, running_thread, &c);
+	pthread_join(t, NULL);
+	if (CHECK_RSS)
+		ck_assert_msg(c.end <= c.start + SLACK,
+			      "RSS %zu KiB at start, %zu KiB after the frees, %zu KiB after the "
+			      "purge delay of malloc and free in the pages kept (more than %zu KiB "
+			      "above the start)",
+			      c.start >> 10, c.freed >> 10, c.end >> 10, SLACK >> 10);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
 Suite *decommit_suite(void)
 {
 	Suite *s = suite_create("decommit");
@@ -137,6 +204,7 @@ Suite *decommit_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, decommit_rss_returns);
 	tcase_add_test(tc, decommit_prodcons_bounded);
+	tcase_add_test(tc, decommit_running_thread_returns);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -357,6 +357,60 @@ START_TEST(late_pass_defers_once)
 }
 END_TEST
 
+/*
+ * The owner's slow paths that take no span look at the purge deadlines too (purge.h,
+ * purge_heartbeat): a slot that is due is purged by a run of malloc and free that empties its
+ * one page again and again (page_retire) and never takes a span.
+ */
+#define HEARTBEAT_SIZE 96 /* a class of its own in the fresh heap */
+
+struct heartbeat_case {
+	bool dirty_when_due, one_page, purged;
+};
+
+static void *heartbeat_thread(void *arg)
+{
+	struct heartbeat_case *c = arg;
+	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
+	struct heap *heap = heap_get();
+	void *p = sefer_malloc(HEARTBEAT_SIZE); /* its class's page, taken before the clock starts */
+	struct page *churn = page_of(segment_of(p), p), *pg;
+	struct segment *seg;
+	struct timespec ts = { 0, 1000000 };
+	unsigned i;
+
+	sefer_free(p);
+	pg = span_take(heap);
+	seg = segment_of(pg);
+	i = pg->index;
+	sefer__span_free(&heap->segments, pg);
+	while (sefer__os.clock_ms() < seg->purge_at) /* due, not late: a late pass may defer */
+		nanosleep(&ts, NULL);
+	c->dirty_when_due = (seg->dirty_pages & SLOT(i)) && !(seg->purged_pages & SLOT(i));
+	c->one_page = true;
+	for (unsigned k = 0; k < 2 * PURGE_BEAT; k++) {
+		p = sefer_malloc(HEARTBEAT_SIZE);
+		c->one_page = c->one_page && page_of(segment_of(p), p) == churn;
+		sefer_free(p); /* empties churn: page_retire */
+	}
+	c->purged = !(seg->dirty_pages & SLOT(i)) && (seg->purged_pages & SLOT(i));
+	sefer_free(keep);
+	return NULL;
+}
+
+START_TEST(purge_without_a_span)
+{
+	struct heartbeat_case c = { 0 };
+
+	if (!backoff_testable())
+		return;
+	on_new_thread(heartbeat_thread, &c);
+	ck_assert_msg(c.dirty_when_due, "the freed slot waits dirty for its deadline");
+	ck_assert_msg(c.one_page, "the run of malloc and free stays on its page");
+	ck_assert_msg(c.purged, "a run that takes no span purges the slot that is due");
+}
+END_TEST
+
 Suite *segment_suite(void)
 {
 	Suite *s = suite_create("segment");
@@ -370,6 +424,7 @@ Suite *segment_suite(void)
 	tcase_add_test(tc, purge_after_the_delay_warm_first);
 	tcase_add_test(tc, purge_backoff_follows_reuse);
 	tcase_add_test(tc, late_pass_defers_once);
+	tcase_add_test(tc, purge_without_a_span);
 	suite_add_tcase(s, tc);
 	return s;
 }
