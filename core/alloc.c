@@ -13,7 +13,6 @@
 #include "core/init.h"
 #include "core/large.h"
 #include "core/options.h"
-#include "core/purge.h"
 #include "core/stats.h"
 
 /*
@@ -81,7 +80,7 @@ void *sefer__malloc_slow(size_t size, struct heap *heap, bool zero)
 		return sefer__large_alloc(heap, size, 0, zero); /* flushes the batches itself */
 	/* A latency bound for the thread's batched frees into other heaps (core/remote.h). */
 	remote_flush(&heap_get()->remote);
-	purge_heartbeat(&heap->segments);
+	heap_heartbeat(heap);
 
 	unsigned bin = bin_index(size);
 	struct page *pg = sefer__page_find(heap, bin);

@@ -179,6 +179,7 @@ void sefer__heap_release_empty(struct heap *heap, bool collect_all)
 		}
 		sefer__heap_direct_update(heap, bin);
 	}
+	heap->segments.kept_until = 0; /* none kept now */
 }
 
 /* Collect every page's frees, release empty pages, purge (all pending with force). */

@@ -30,6 +30,7 @@
 #include "core/lock.h"
 #include "core/owned.h"
 #include "core/policy.h"
+#include "core/purge.h"
 #include "core/remote.h"
 #include "core/segment.h"
 
@@ -186,11 +187,23 @@ SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_t
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 /*
  * A bin with an empty first page keeps this many bytes of emptied spans more (page_retire),
- * counted over at most KEPT_SCAN_PAGES pages behind the first (a longer queue keeps none).
+ * counted over at most KEPT_SCAN_PAGES pages behind the first (a longer queue keeps none),
+ * for a purge delay after the first of them was kept (segment_set.kept_until).
  */
-#define KEPT_EMPTY_BYTES ((size_t)256 << 10)
+#define KEPT_EMPTY_BYTES ((size_t)1 << 20)
 #define KEPT_SCAN_PAGES 32
 SEFER_INTERNAL void sefer__page_emptied(struct page *pg) noinline;
+SEFER_INTERNAL void sefer__heap_heartbeat(struct heap *heap);
+
+/*
+ * The owner's slow paths that take no span (a page emptied, malloc's slow path): every
+ * PURGE_BEAT-th of them while a deadline is pending, what is due is given back (purge.h).
+ */
+static inline void heap_heartbeat(struct heap *heap)
+{
+	if (purge_heartbeat_due(&heap->segments))
+		sefer__heap_heartbeat(heap);
+}
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
 SEFER_INTERNAL bool sefer__page_queue_freed(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);

@@ -357,17 +357,19 @@ void sefer__page_delayed_back(struct heap *heap, struct page *pg)
 
 /*
  * Kept empty pages: a bin whose first page is empty keeps the pages that empty behind it, up
- * to KEPT_EMPTY_BYTES of spans (four 64 KiB pages; core/heap.h), carved and with their free
+ * to KEPT_EMPTY_BYTES of spans (sixteen 64 KiB pages; core/heap.h), carved and with their free
  * lists whole, at the back of its queue: page_find() serves from them, before it carves, once
  * the pages ahead have nothing. An alloc-N/free-N pattern over more than two pages of a bin gave
  * back every page but the first at each round's frees and mapped and carved them again at the
  * next round's mallocs: bulk's 256-byte row (1024 blocks a round, four pages) spent about a
- * fifth of its time there (Documentation/benchmarks.rst). The bound is per bin and counted over
- * the whole queue, its empty pages but the first, so a kept page that a page back from the full
- * queue (page_unfull) went behind still counts; a queue too long to walk keeps nothing more
- * (queue_kept_bytes). They are ordinary empty pages of the queue: heap_collect() and thread
- * exit give them back with the others (heap_release_empty), and a span taken for another bin
- * first (page_give_back_kept, below).
+ * fifth of its time there, its 1 KiB row (16 pages) a sixth while the bound was four pages
+ * (Documentation/benchmarks.rst). The bound is per bin and counted over the whole queue, its
+ * empty pages but the first, so a kept page that a page back from the full queue (page_unfull)
+ * went behind still counts; a queue too long to walk keeps nothing more (queue_kept_bytes).
+ * They are ordinary empty pages of the queue: heap_collect() and thread exit give them back
+ * with the others (heap_release_empty), a span taken for another bin first
+ * (page_give_back_kept, below), and the owner's slow paths a purge delay after the first of
+ * them was kept (page_kept_deadline, sefer__heap_heartbeat).
  */
 
 /*
@@ -420,18 +422,52 @@ static void page_give_back_kept(struct heap *heap, unsigned bin)
 }
 
 /*
+ * A page was kept: unless pages kept before are still waiting, the heap's kept pages are given
+ * back one purge delay from now (sefer__heap_heartbeat), if no span for another bin took them
+ * first. The deadline is the set's too, so that the heartbeat runs while it is pending; one
+ * clock read per deadline, not per page kept.
+ */
+static void page_kept_deadline(struct heap *heap)
+{
+	struct segment_set *set = &heap->segments;
+	uint64_t delay;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || set->kept_until)
+		return;
+	delay = sefer__purge_delay(set);
+	if (delay_is_never(delay))
+		return; /* kept until a span, a collect or the thread's exit */
+	set->kept_until = sefer__os.clock_ms() + delay;
+	set_purge_at(set, set->kept_until);
+}
+
+/*
+ * A heartbeat (heap_heartbeat, core/heap.h): the kept pages past their deadline go back (their
+ * slots turn dirty, purged a delay later), then the purge pass.
+ */
+void sefer__heap_heartbeat(struct heap *heap)
+{
+	struct segment_set *set = &heap->segments;
+
+	if (set->kept_until && sefer__os.clock_ms() >= set->kept_until) {
+		set->kept_until = 0;
+		page_give_back_kept(heap, 0); /* every bin's */
+	}
+	sefer__purge_pass(set, false, true);
+}
+
+/*
  * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
  * it moves to the front of its queue; when the first page is empty too, it stays behind it,
  * kept (above), or past KEPT_EMPTY_BYTES is given back, so alloc-N/free-N patterns do not map
  * and carve pages every round. heap_collect() and thread exit give back the empty pages left.
  */
-void sefer__page_retire(struct heap *heap, struct page *pg)
+static void page_retire(struct heap *heap, struct page *pg)
 {
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
 	sefer_assert(pg->used == 0);
-	purge_heartbeat(&heap->segments);
 	if ((pg->flags & PAGE_FULL) || q->first == pg)
 		return;
 	if (xt_tag(x) == XT_FREEING || xt_tag(x) == XT_NOTIFIED)
@@ -446,14 +482,22 @@ void sefer__page_retire(struct heap *heap, struct page *pg)
 	if (q->first && q->first->used == 0) {
 		size_t kept = queue_kept_bytes(q);
 
-		if (kept == SIZE_MAX || kept + page_span_bytes(pg) > KEPT_EMPTY_BYTES)
+		if (kept == SIZE_MAX || kept + page_span_bytes(pg) > KEPT_EMPTY_BYTES) {
 			sefer__span_free(&heap->segments, pg);
-		else
+		} else {
 			sefer__queue_push_back(q, pg); /* kept: the first page is unchanged */
+			page_kept_deadline(heap);
+		}
 		return;
 	}
 	sefer__queue_push_front(q, pg);
 	sefer__heap_direct_update(heap, pg->bin);
+}
+
+void sefer__page_retire(struct heap *heap, struct page *pg)
+{
+	page_retire(heap, pg);
+	heap_heartbeat(heap); /* after: it may give back kept pages, pg among them */
 }
 
 /*

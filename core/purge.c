@@ -180,6 +180,7 @@ void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
 	set->next_purge = 0;
 	for_each_set_segment(set, s, true)
 		sefer__segment_purge(set, s, now, force);
+	set_purge_at(set, set->kept_until); /* the owner's kept pages (heap_heartbeat) */
 }
 
 /*
@@ -222,12 +223,6 @@ void sefer__purge_pass(struct segment_set *set, bool force, bool on_the_way)
 static inline bool calm_due(unsigned k, uint64_t since, uint64_t delay, uint64_t now)
 {
 	return k && now >= since + CALM_DELAYS * delay;
-}
-
-/* A base delay this long is "never" (mallopt's M_TRIM_THRESHOLD < 0): no backoff applies. */
-static inline bool delay_is_never(uint64_t base)
-{
-	return base > ((uint64_t)1 << 48);
 }
 
 /* The purge delay of set's segments; SEFER_PURGE_DELAY_MS with set NULL (no owner). */

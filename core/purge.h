@@ -46,6 +46,12 @@ SEFER_INTERNAL void sefer__global_purge(uint64_t now, bool force);
 SEFER_INTERNAL uint64_t sefer__purge_unowned_delay(void);
 SEFER_INTERNAL uint64_t sefer__purge_kept_until(void);
 
+/* A base delay this long is "never" (mallopt's M_TRIM_THRESHOLD < 0): no backoff applies. */
+static inline bool delay_is_never(uint64_t base)
+{
+	return base > ((uint64_t)1 << 48);
+}
+
 /* The earlier of two deadlines (ms), 0 standing for none. */
 static inline uint64_t deadline_first(uint64_t a, uint64_t b)
 {
@@ -65,18 +71,18 @@ static inline bool purge_pending(const struct segment_set *set)
 /*
  * The owner's slow paths that take no span look at the deadlines too: a page emptied
  * (page_retire) and malloc's slow path, every PURGE_BEAT-th of them while a deadline is
- * pending (one clock read; the pass purges what is due). Without them a thread that freed a
+ * pending, its dirty slots' or its kept pages' (one clock read: heap_heartbeat, core/heap.h,
+ * and set->kept_until). Without them a thread that freed a
  * phase's memory and went on in the pages it had, taking no span, never purged it: 400,000
  * blocks of 48 B freed, then a second of malloc/free of a few blocks, kept all 23 MiB
  * resident (Documentation/decommit.rst).
  */
 #define PURGE_BEAT 64
 
-static inline void purge_heartbeat(struct segment_set *set)
+static inline bool purge_heartbeat_due(struct segment_set *set)
 {
-	if (IS_ENABLED(CONFIG_DECOMMIT) && unlikely(purge_pending(set)) &&
-	    !(++set->purge_beat & (PURGE_BEAT - 1)))
-		sefer__purge_pass(set, false, true);
+	return IS_ENABLED(CONFIG_DECOMMIT) && unlikely(purge_pending(set)) &&
+	       !(++set->purge_beat & (PURGE_BEAT - 1));
 }
 
 /*

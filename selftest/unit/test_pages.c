@@ -8,12 +8,14 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/block.h"
 #include "core/heap.h"
 #include "core/options.h"
 #include "core/purge.h"
 #include "core/span.h"
+#include "sefer/os.h"
 #include "unit.h"
 
 #define SIZE 896 /* a direct-table class no other test here uses */
@@ -775,6 +777,76 @@ START_TEST(long_queue_keeps_nothing)
 END_TEST
 
 /*
+ * Kept pages expire (core/page.c, sefer__heap_heartbeat): a purge delay after the first of them
+ * was kept, the owner's slow paths that take no span give them back, their slots dirty. A class
+ * (the churn's) gets its page first; then two pages of another empty behind its empty first
+ * page and are kept; a run of malloc and free of one block of the churn's class, whose page
+ * empties at each free (page_retire), leaves them before the deadline and gives them back after.
+ */
+#define EXPIRE_SIZE 200   /* the 224-byte class, which no other test here uses */
+#define EXPIRE_CHURN 1200 /* the 1,280-byte class, likewise */
+
+static void churn_one_block(void)
+{
+	for (unsigned k = 0; k < 2 * PURGE_BEAT; k++) {
+		void *p = sefer_malloc(EXPIRE_CHURN);
+
+		ck_assert_ptr_nonnull(p);
+		sefer_free(p);
+	}
+}
+
+static void *kept_expire_round(void *arg)
+{
+	enum { N = 2048 };
+	static void *held[N];
+	struct page *pages[3];
+	struct segment_set *set;
+	struct page_queue *q;
+	struct timespec ts = { 0, 1000000 };
+	uint64_t until, after;
+	size_t n;
+	bool before_kept;
+
+	(void)arg;
+	sefer_free(sefer_malloc(EXPIRE_CHURN)); /* the churn's page: no span taken later */
+	set = &heap_get()->segments; /* the thread's heap, made by that malloc */
+	n = fill_pages(EXPIRE_SIZE, held, N, pages, 3);
+	q = &heap_get()->bins[pages[0]->bin];
+	for (size_t i = n; i-- > 0;) /* the last page filled (the first) empties first */
+		sefer_free(held[i]);
+	ck_assert(queue_holds(q, pages[0]) && queue_holds(q, pages[1]));
+	until = set->kept_until;
+	ck_assert_msg(until != 0, "a kept page sets the deadline");
+	churn_one_block();
+	after = sefer__os.clock_ms();
+	before_kept = queue_holds(q, pages[0]) && queue_holds(q, pages[1]);
+	if (after < until) /* the machine may stall past it: then there is no "before" */
+		ck_assert_msg(before_kept, "kept pages given back before their deadline");
+	while (sefer__os.clock_ms() < until)
+		nanosleep(&ts, NULL);
+	churn_one_block();
+	ck_assert_msg(!queue_holds(q, pages[0]) && !queue_holds(q, pages[1]),
+		      "kept pages still kept a delay after their deadline");
+	ck_assert_uint_eq(pages[0]->span, 0); /* their slots are free */
+	ck_assert_uint_eq(pages[1]->span, 0);
+	ck_assert_ptr_eq(q->first, pages[2]); /* the first page stays */
+	ck_assert_uint_eq(set->kept_until, 0);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+	return NULL;
+}
+
+START_TEST(kept_pages_expire)
+{
+	uint64_t delay = sefer__purge_delay(NULL);
+
+	if (policy_keeps_small_blocks() || !IS_ENABLED(CONFIG_DECOMMIT) || !delay || delay > 1000)
+		return; /* pages do not empty; nothing expires; or given back at once */
+	in_fresh_heap(kept_expire_round);
+}
+END_TEST
+
+/*
  * The direct table serves sizes up to DIRECT_MAX (core/bins.h), the thread's TLS copy the first
  * DIRECT_TLS_SLOTS of them: for sizes above the copy, the heap's own slot must follow its bin's
  * first page as pages fill and new ones take over (malloc_generic_default pops from it), and
@@ -840,6 +912,7 @@ Suite *pages_suite(void)
 	tcase_add_test(tc, realloc_copy_retires_a_page_behind);
 	tcase_add_test(tc, warm_span_carves_more);
 	tcase_add_test(tc, empty_pages_kept_then_given_back);
+	tcase_add_test(tc, kept_pages_expire);
 	tcase_add_test(tc, long_queue_keeps_nothing);
 	tcase_add_test(tc, direct_table_above_the_tls_copy);
 	suite_add_tcase(s, tc);
