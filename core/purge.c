@@ -187,7 +187,7 @@ void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
  * Purge what is due: the set's segments (its cached empty ones included), then the spare and
  * abandoned segments of exited heaps when the global deadline has passed. All with force.
  * on_the_way: a pass the owner's slow path makes on its way (page_find after a span, and
- * purge_heartbeat): a late one may defer ("resuming"); not sefer_collect()'s, which purges
+ * heap_heartbeat): a late one may defer ("resuming"); not sefer_collect()'s, which purges
  * what aged out whenever the program asks.
  */
 void sefer__purge_pass(struct segment_set *set, bool force, bool on_the_way)
@@ -397,13 +397,13 @@ static void unowned_calm(uint64_t now)
  * ---- resuming ----
  * There is no background thread: a set's pass runs on its owner's slow paths, when one takes a
  * new span and every PURGE_BEAT-th one that takes none while a deadline is pending
- * (purge_heartbeat, purge.h). A pass that comes half a delay or more after the set's deadline
+ * (heap_heartbeat, core/heap.h). A pass that comes half a delay or more after the set's deadline
  * finds an owner that ran none of them for that long: it resumes after a pause. What it freed
  * before the pause stayed resident through it, and giving it back now, as the new phase
  * starts, would make the phase fault it in again (a server's next burst of requests). Such a
  * pass leaves the set's slots for one more delay, and the next one purges what is still due,
  * unless the set took dirty slots since (the deferral was right: the new phase reused the
- * memory). Only the passes on the owner's way (page_find, purge_heartbeat) ask;
+ * memory). Only the passes on the owner's way (page_find, heap_heartbeat) ask;
  * sefer_collect() purges what aged out. Returns whether this pass is deferred.
  */
 bool sefer__purge_deferred(struct segment_set *set, uint64_t now)

@@ -71,11 +71,11 @@ static inline bool purge_pending(const struct segment_set *set)
 /*
  * The owner's slow paths that take no span look at the deadlines too: a page emptied
  * (page_retire) and malloc's slow path, every PURGE_BEAT-th of them while a deadline is
- * pending, its dirty slots' or its kept pages' (one clock read: heap_heartbeat, core/heap.h,
- * and set->kept_until). Without them a thread that freed a
- * phase's memory and went on in the pages it had, taking no span, never purged it: 400,000
- * blocks of 48 B freed, then a second of malloc/free of a few blocks, kept all 23 MiB
- * resident (Documentation/decommit.rst).
+ * pending, its dirty slots' or its kept pages' (set->kept_until; one clock read:
+ * heap_heartbeat, core/heap.h). Without them a thread that freed a phase's memory and went
+ * on in the pages it had, taking no span, never purged it: 400,000 blocks of 48 B freed,
+ * then a second of malloc/free of a few blocks, kept all 23 MiB resident
+ * (Documentation/decommit.rst).
  */
 #define PURGE_BEAT 64
 

@@ -350,7 +350,7 @@ struct segment_set {
 	bool purge_deferred;	/* a late pass left the slots for one more delay ("resuming") */
 	uint64_t warm_spans;	   /* spans that took dirty slots */
 	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */
-	unsigned purge_beat;	   /* the owner's slow paths that took no span (purge_heartbeat) */
+	unsigned purge_beat;	   /* the owner's slow paths that took no span (heap_heartbeat) */
 	/* ms from which the owner's kept empty pages are given back (core/page.c), 0 = none
 	 * kept since: a deadline of the set's too, which its passes keep pending */
 	uint64_t kept_until;

@@ -7,7 +7,7 @@
  *    within a few MiB of where it started.
  *  - producer/consumer: one thread allocates, another frees, far more bytes than RSS may grow.
  *  - a thread that freed a phase's blocks and goes on running in the pages it kept (malloc and
- *    free of a few blocks, no new span): RSS comes back all the same (purge_heartbeat).
+ *    free of a few blocks, no new span): RSS comes back all the same (heap_heartbeat).
  *
  * Under a sanitizer the sizes shrink and RSS is not checked (shadow memory dominates). With
  * CONFIG_DECOMMIT off the same runs must still be correct; RSS is not checked either.
@@ -135,7 +135,7 @@ END_TEST
 /*
  * A thread frees everything it allocated and goes on with a few blocks of a class it used,
  * whose page empties and fills again: it takes no span, so only the owner's other slow paths
- * can purge what it freed (purge.h, purge_heartbeat). Before those did, a second of it kept
+ * can purge what it freed (core/heap.h, heap_heartbeat). Before those did, a second of it kept
  * all of it resident.
  */
 #define RUNNING_TOTAL (SANITIZED ? 16 * MiB : 64 * MiB)

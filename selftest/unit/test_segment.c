@@ -358,8 +358,8 @@ START_TEST(late_pass_defers_once)
 END_TEST
 
 /*
- * The owner's slow paths that take no span look at the purge deadlines too (purge.h,
- * purge_heartbeat): a slot that is due is purged by a run of malloc and free that empties its
+ * The owner's slow paths that take no span look at the purge deadlines too (core/heap.h,
+ * heap_heartbeat): a slot that is due is purged by a run of malloc and free that empties its
  * one page again and again (page_retire) and never takes a span.
  */
 #define HEARTBEAT_SIZE 96 /* a class of its own in the fresh heap */
@@ -373,7 +373,7 @@ static void *heartbeat_thread(void *arg)
 	struct heartbeat_case *c = arg;
 	void *keep = sefer_malloc(16); /* this thread's heap, a segment it keeps */
 	struct heap *heap = heap_get();
-	void *p = sefer_malloc(HEARTBEAT_SIZE); /* its class's page, taken before the clock starts */
+	void *p = sefer_malloc(HEARTBEAT_SIZE); /* its class's page, before the clock starts */
 	struct page *churn = page_of(segment_of(p), p), *pg;
 	struct segment *seg;
 	struct timespec ts = { 0, 1000000 };
