@@ -424,8 +424,7 @@ static void page_give_back_kept(struct heap *heap, unsigned bin)
 /*
  * A page was kept: unless pages kept before are still waiting, the heap's kept pages are given
  * back one purge delay from now (sefer__heap_heartbeat), if no span for another bin took them
- * first. The deadline is the set's too, so that the heartbeat runs while it is pending; one
- * clock read per deadline, not per page kept.
+ * first. One clock read per deadline, not per page kept.
  */
 static void page_kept_deadline(struct heap *heap)
 {
@@ -438,7 +437,6 @@ static void page_kept_deadline(struct heap *heap)
 	if (delay_is_never(delay))
 		return; /* kept until a span, a collect or the thread's exit */
 	set->kept_until = sefer__os.clock_ms() + delay;
-	set_purge_at(set, set->kept_until);
 }
 
 /*

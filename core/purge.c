@@ -180,7 +180,6 @@ void sefer__purge_set(struct segment_set *set, uint64_t now, bool force)
 	set->next_purge = 0;
 	for_each_set_segment(set, s, true)
 		sefer__segment_purge(set, s, now, force);
-	set_purge_at(set, set->kept_until); /* the owner's kept pages (heap_heartbeat) */
 }
 
 /*

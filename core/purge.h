@@ -81,7 +81,7 @@ static inline bool purge_pending(const struct segment_set *set)
 
 static inline bool purge_heartbeat_due(struct segment_set *set)
 {
-	return IS_ENABLED(CONFIG_DECOMMIT) && unlikely(purge_pending(set)) &&
+	return IS_ENABLED(CONFIG_DECOMMIT) && unlikely(purge_pending(set) || set->kept_until) &&
 	       !(++set->purge_beat & (PURGE_BEAT - 1));
 }
 

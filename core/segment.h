@@ -352,7 +352,7 @@ struct segment_set {
 	uint64_t warm_at_deferral; /* warm_spans when the pass deferred */
 	unsigned purge_beat;	   /* the owner's slow paths that took no span (heap_heartbeat) */
 	/* ms from which the owner's kept empty pages are given back (core/page.c), 0 = none
-	 * kept since: a deadline of the set's too, which its passes keep pending */
+	 * kept since: the heartbeat runs while it is set (purge_heartbeat_due) */
 	uint64_t kept_until;
 };
 
