@@ -18,6 +18,7 @@
 #include "core/lock.h"
 #include "core/init.h"
 #include "core/options.h"
+#include "core/segtab.h"
 #include "core/stats.h"
 
 SEFER_INTERNAL struct sefer_os_info sefer__os_info = {
@@ -63,6 +64,22 @@ void *sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
 	sefer__report_corruption("free-list link overwritten (use after free or overflow)", b);
 }
 
+/*
+ * The segment table (core/segtab.h) is SEGTAB_BITS / 8 bytes of static data (4 MiB), a word of it
+ * written per segment: where small-object segments get no huge page (SEFER_THP never or
+ * large), neither does it, which in THP mode "always" would be 2 MiB for a word. Under
+ * SEFER_THP=always it is left to the kernel: a bitmap gains nothing from huge pages.
+ */
+static void segtab_thp_advise(void)
+{
+	size_t ps = sefer__os_info.page_size;
+	uintptr_t lo = align_up((uintptr_t)sefer__segtab, ps);
+	uintptr_t hi = ((uintptr_t)sefer__segtab + sizeof(sefer__segtab)) & ~(uintptr_t)(ps - 1);
+
+	if (hi > lo && sefer__opt.thp != THP_ALWAYS)
+		sefer__thp_advise((void *)lo, hi - lo, false);
+}
+
 void sefer__process_init(void)
 {
 	int expect = 0;
@@ -101,6 +118,7 @@ void sefer__process_init(void)
 	    !os_random_bytes(&sefer__shuffle_key, sizeof(sefer__shuffle_key)))
 		sefer__shuffle_key = sefer__mark_key * 0x94d049bb133111ebULL ^ sefer__os.clock_ms();
 	sefer__policy_init_all();
+	segtab_thp_advise();
 #ifndef _WIN32
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 #else

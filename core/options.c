@@ -137,6 +137,29 @@ static struct sefer_option core_options[] = {
 			"threads' memory is (see decommit.rst in the documentation).",
 		.example = "SEFER_PARKED_HEAPS=0 ./thread-pool-server",
 	},
+	{
+		.name = "THP",
+		.type = OPT_CHOICE,
+		.secure = OPT_SECURE_LOWER,
+		.value.c = &sefer__opt.thp,
+		.def = IS_ENABLED(CONFIG_THP_NEVER)    ? THP_NEVER :
+		       IS_ENABLED(CONFIG_THP_SYSTEM)   ? THP_SYSTEM :
+		       IS_ENABLED(CONFIG_THP_ALWAYS)   ? THP_ALWAYS : THP_LARGE,
+		.choices = (const char *const[]){ "never", "large", "system", "always", NULL },
+		.help = "Which of sefer's memory Linux may back with transparent huge pages. "
+			"`large`: small-object segments never (a kernel in THP mode `always`, the "
+			"upstream default, would back each 2 MiB of them with one huge page at the "
+			"first touch, and a purge of one sefer page inside it gives nothing back), "
+			"large blocks as the kernel's mode says, as glibc's are; `never`: none of "
+			"it, large blocks included; `system`: no advice, the kernel's mode decides; "
+			"`always`: every segment asks for huge pages (fewer TLB misses and page "
+			"faults for a big heap, more resident memory), in kernel mode `madvise` "
+			"too. Read at init; the mode of a segment is set when it is mapped. "
+			"Linux only (other systems give no huge pages unasked).",
+		.doc_default = "large (the build's CONFIG_THP_* choice)",
+		.example = "SEFER_THP=always ./in-memory-database "
+			   "`(huge pages for the whole heap)`",
+	},
 	{ .name = NULL },
 };
 

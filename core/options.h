@@ -29,6 +29,9 @@
 
 enum on_error { ON_ERROR_ABORT, ON_ERROR_WARN };
 
+/* SEFER_THP: which segments the OS may back with transparent huge pages (core/segment.c) */
+enum thp_mode { THP_NEVER, THP_LARGE, THP_SYSTEM, THP_ALWAYS };
+
 /* SEFER_SHOW_STATS: 0 none, 1 the table, 2 the table and the size classes, json (its choices) */
 enum show_stats { SHOW_STATS_TABLE = 1, SHOW_STATS_CLASSES = 2, SHOW_STATS_JSON = 3 };
 
@@ -42,6 +45,7 @@ struct sefer_options {
 	uint64_t purge_delay_ms;  /* SEFER_PURGE_DELAY_MS */
 	uint64_t calloc_prefault; /* SEFER_CALLOC_PREFAULT: bytes */
 	uint64_t parked_heaps;	  /* SEFER_PARKED_HEAPS: exited threads' heaps kept whole */
+	unsigned thp;		  /* SEFER_THP: enum thp_mode */
 	bool secure;		  /* secure execution: see above */
 };
 

@@ -19,6 +19,7 @@
 #include "core/block.h"
 #include "core/error.h"
 #include "core/heap.h" /* policy_segment_placed: policy.h's hot bodies need struct heap */
+#include "core/init.h"
 #include "core/large.h"
 #include "core/options.h"
 #include "core/owned.h"
@@ -27,13 +28,33 @@
 #include "core/stats.h"
 #include "sefer/os.h"
 
-/* A fresh reservation of size bytes at align for a segment, on node (SEFER_NO_NODE: any). */
-void *sefer__segment_map(size_t size, size_t align, int node)
+/*
+ * Tell the OS whether it may back [mem, mem+size), a fresh mapping of sefer's (or its static
+ * segment table), with transparent huge pages, by SEFER_THP (enum thp_mode): `large` is a
+ * large block's segment, which THP_LARGE leaves to the kernel's mode. A small-object segment
+ * is used and purged a 64 KiB page at a time, which a 2 MiB page defeats (decommit.rst, "Huge
+ * pages"). One madvise per mapping, on the slow path that maps it.
+ */
+void sefer__thp_advise(void *mem, size_t size, bool large)
+{
+	unsigned mode = sefer__opt.thp;
+
+	if (!os_has(SEFER_OS_HUGEPAGE) || mode == THP_SYSTEM || (large && mode == THP_LARGE))
+		return;
+	sefer__os.hugepage(mem, size, mode == THP_ALWAYS);
+}
+
+/*
+ * A fresh reservation of size bytes at align for a segment, on node (SEFER_NO_NODE: any); large:
+ * for a large block (sefer__thp_advise).
+ */
+void *sefer__segment_map(size_t size, size_t align, int node, bool large)
 {
 	void *mem = sefer__os.reserve(size, align, node);
 
 	if (!mem)
 		return NULL;
+	sefer__thp_advise(mem, size, large);
 	policy_segment_placed(mem, size, node);
 	stat_add(&sefer__gstats.segments, &sefer__gstats.segments_peak, 1);
 	stat_add(&sefer__gstats.segments_mapped, NULL, 1);
@@ -99,7 +120,7 @@ void sefer__segment_set_add(struct segment_set *set, struct segment *seg)
 /* A fresh small segment for set, on node: nothing in a span, every slot unused. */
 static struct segment *segment_map_small(struct segment_set *set, int node)
 {
-	struct segment *seg = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, node);
+	struct segment *seg = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, node, false);
 
 	if (!seg)
 		return NULL;

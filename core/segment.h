@@ -369,7 +369,8 @@ struct segment_set {
 		for (struct segment *seg = *list_; seg; seg = seg->next)
 
 /* segment.c: mapping, publication, a set's cache, release */
-SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node);
+SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node, bool large);
+SEFER_INTERNAL void sefer__thp_advise(void *mem, size_t size, bool large);
 SEFER_INTERNAL void sefer__segment_unmap(void *mem, size_t size);
 SEFER_INTERNAL void sefer__segment_publish(struct segment *seg);
 SEFER_INTERNAL void sefer__segment_unpublish(struct segment *seg);

@@ -163,6 +163,27 @@ static void linux_populate(void *addr, size_t size)
 		((volatile uint8_t *)addr)[off] = 0;
 }
 
+/*
+ * Transparent huge pages, as the core asks (os.h, hugepage). A kernel whose THP mode is
+ * "always" (the upstream default, Debian's among others) backs every 2 MiB-aligned piece of an
+ * anonymous mapping with a huge page at its first touch, and khugepaged collapses pieces later:
+ * a 64 KiB sefer page then costs 2 MiB, and a purge of 64 KiB inside a huge page splits it
+ * without giving the rest back (Documentation/decommit.rst, "Huge pages"). The advice is a
+ * flag on the mapping, kept through mremap. A kernel built without THP answers EINVAL: then
+ * no further call.
+ */
+static void linux_hugepage(void *addr, size_t size, bool huge)
+{
+	static _Atomic bool unsupported;
+	int saved = errno; /* the caller's malloc succeeds either way */
+
+	if (atomic_load_explicit(&unsupported, memory_order_relaxed))
+		return;
+	if (madvise(addr, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) && errno == EINVAL)
+		atomic_store_explicit(&unsupported, true, memory_order_relaxed);
+	errno = saved;
+}
+
 static int linux_bind_node(void *addr, size_t size, int node, bool strict)
 {
 	unsigned long mask[16] = { 0 };
@@ -294,7 +315,7 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.name = "linux",
 	.features = SEFER_OS_REMAP | SEFER_OS_POPULATE | SEFER_OS_PROTECT | SEFER_OS_NUMA |
 		    SEFER_OS_SECURE | SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM | SEFER_OS_YIELD | SEFER_OS_ENV |
-		    SEFER_OS_PROCINFO,
+		    SEFER_OS_PROCINFO | SEFER_OS_HUGEPAGE,
 	.init = linux_init,
 	.reserve = sefer__posix_reserve,
 	.release = linux_release,
@@ -302,6 +323,7 @@ SEFER_INTERNAL const struct sefer_os_ops SEFER_OS_BACKEND = {
 	.protect = sefer__posix_protect,
 	.purge = linux_purge,
 	.populate = linux_populate,
+	.hugepage = linux_hugepage,
 	.bind_node = linux_bind_node,
 	.current_node = linux_current_node,
 	.clock_ms = sefer__posix_clock_ms,

@@ -74,6 +74,7 @@ typedef intptr_t sefer_file_t;
 #define SEFER_OS_YIELD (1u << 7)	/* yield */
 #define SEFER_OS_ENV (1u << 8)		/* env_entry */
 #define SEFER_OS_PROCINFO (1u << 9)	/* procinfo */
+#define SEFER_OS_HUGEPAGE (1u << 10)	/* hugepage */
 
 /*
  * The process's own figures for the stats printout (sefer_stats_print, SEFER_SHOW_STATS):
@@ -164,6 +165,18 @@ struct sefer_os_ops {
 	 * it was). Without the feature there are no guard pages (the option does nothing).
 	 */
 	__must_check bool (*protect)(void *addr, size_t size, bool none);
+
+	/*
+	 * SEFER_OS_HUGEPAGE. Say whether the OS may back [addr, addr+size) with huge pages
+	 * without being asked for each (Linux: transparent huge pages, MADV_HUGEPAGE with `huge`,
+	 * MADV_NOHUGEPAGE without): with `huge` it may (where the system allows it at all),
+	 * without it it must not, whatever the system's default. addr and size are multiples of
+	 * page_size, inside mappings sefer made or its own static data. Best effort, no failure:
+	 * a kernel without the mechanism ignores it. Called by the core when a segment or a heap
+	 * struct is mapped and once at init (the segment table), under no lock, by the
+	 * SEFER_THP option (core/options.c). Without the feature the system's default applies.
+	 */
+	void (*hugepage)(void *addr, size_t size, bool huge);
 
 	/*
 	 * SEFER_OS_NUMA (with current_node). Bind [addr, addr+size) to `node` (strict: only that
@@ -313,7 +326,8 @@ static inline unsigned sefer_os_filled_features(const struct sefer_os_ops *os, b
 	       (os->protect ? SEFER_OS_PROTECT : 0) | (numa ? SEFER_OS_NUMA : 0) |
 	       (os->secure ? SEFER_OS_SECURE : 0) | (os->keep_err ? SEFER_OS_KEEP_ERR : 0) |
 	       (os->random_bytes ? SEFER_OS_RANDOM : 0) | (os->yield ? SEFER_OS_YIELD : 0) |
-	       (os->env_entry ? SEFER_OS_ENV : 0) | (os->procinfo ? SEFER_OS_PROCINFO : 0);
+	       (os->env_entry ? SEFER_OS_ENV : 0) | (os->procinfo ? SEFER_OS_PROCINFO : 0) |
+	       (os->hugepage ? SEFER_OS_HUGEPAGE : 0);
 }
 
 static inline bool sefer_os_features_agree(const struct sefer_os_ops *os)

@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/options.h"
+#include "core/segment.h"
+#include "core/segtab.h"
+#include "sefer.h"
 #include "sefer/os.h"
 #include "unit.h"
 
@@ -292,7 +296,7 @@ START_TEST(features_match_slots)
 						      SEFER_OS_NUMA | SEFER_OS_SECURE |
 						      SEFER_OS_KEEP_ERR | SEFER_OS_RANDOM |
 						      SEFER_OS_YIELD | SEFER_OS_ENV |
-						      SEFER_OS_PROCINFO);
+						      SEFER_OS_PROCINFO | SEFER_OS_HUGEPAGE);
 	os.current_node = NULL; /* half of NUMA: declared, not filled */
 	ck_assert(!sefer_os_features_agree(&os));
 	os.features &= ~SEFER_OS_NUMA; /* undeclared, but bind_node still filled */
@@ -336,6 +340,88 @@ START_TEST(procinfo_is_this_process)
 }
 END_TEST
 
+/*
+ * Does the mapping that holds p carry VmFlags flag ("nh": MADV_NOHUGEPAGE, "hg": MADV_HUGEPAGE),
+ * by /proc/self/smaps?
+ */
+static bool vm_flag(const void *p, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi;
+	bool in = false, found = false;
+	char line[512];
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = lo <= (uintptr_t)p && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8)) {
+			for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n"))
+				found |= !strcmp(t, flag);
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The advice SEFER_THP's mode gives a small-object segment and a large block's segment. */
+static void check_thp_mode(unsigned mode, const char *small, const char *large)
+{
+	static const char *const names[] = { "never", "large", "system", "always" };
+	unsigned was = sefer__opt.thp;
+	void *s, *l;
+
+	sefer__opt.thp = mode;
+	s = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, false);
+	l = sefer__segment_map(2 * SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, true);
+	sefer__opt.thp = was;
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_msg(vm_flag(s, "nh") == !strcmp(small, "nh") &&
+			      vm_flag(s, "hg") == !strcmp(small, "hg"),
+		      "SEFER_THP=%s: a small segment's VmFlags should have %s (nh %d, hg %d)",
+		      names[mode], small, vm_flag(s, "nh"), vm_flag(s, "hg"));
+	ck_assert_msg(vm_flag(l, "nh") == !strcmp(large, "nh") &&
+			      vm_flag(l, "hg") == !strcmp(large, "hg"),
+		      "SEFER_THP=%s: a large segment's VmFlags should have %s (nh %d, hg %d)",
+		      names[mode], large, vm_flag(l, "nh"), vm_flag(l, "hg"));
+	sefer__segment_unmap(s, SEGMENT_SIZE);
+	sefer__segment_unmap(l, 2 * SEGMENT_SIZE);
+}
+
+/*
+ * SEFER_THP: a kernel in THP mode "always" backs any 2 MiB-aligned piece of an anonymous mapping
+ * with a huge page unless the mapping says no (MADV_NOHUGEPAGE, VmFlags "nh"); each mode gives
+ * segments the advice it names, whatever the kernel's own mode (the flag is the mapping's). The
+ * RSS this saves in mode "always" is measured in Documentation/decommit.rst ("Huge pages"); this
+ * machine's mode is not changed by a test.
+ */
+START_TEST(thp_advice_by_mode)
+{
+	void *p;
+
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK)) {
+		printf("kernel without transparent huge pages: thp_advice_by_mode skipped\n");
+		return;
+	}
+	check_thp_mode(THP_LARGE, "nh", "-");
+	check_thp_mode(THP_NEVER, "nh", "nh");
+	check_thp_mode(THP_SYSTEM, "-", "-");
+	check_thp_mode(THP_ALWAYS, "hg", "hg");
+	/* the process's own: its mode from init (SEFER_THP, else the build's default) */
+	if (sefer__opt.thp == THP_LARGE || sefer__opt.thp == THP_NEVER) {
+		p = sefer_malloc(64);
+		ck_assert_msg(vm_flag(p, "nh"), "a small block's segment has no MADV_NOHUGEPAGE");
+		sefer_free(p);
+		ck_assert_msg(vm_flag((const uint8_t *)sefer__segtab + sizeof(sefer__segtab) / 2, "nh"),
+			      "the segment table has no MADV_NOHUGEPAGE");
+	}
+}
+END_TEST
+
 Suite *os_suite(void)
 {
 	Suite *s = suite_create("os");
@@ -347,6 +433,7 @@ Suite *os_suite(void)
 	tcase_add_test(tc, reservations_follow_the_hint);
 	tcase_add_test(tc, in_place_growth_moves_the_hint);
 	tcase_add_test(tc, procinfo_is_this_process);
+	tcase_add_test(tc, thp_advice_by_mode);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -552,9 +552,10 @@ START_TEST(verbose_lists_options)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
 	for (const char *l = out; (l = strstr(l, "sefer: option SEFER_")); l++)
 		lines++;
-	ck_assert_uint_eq(lines, IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? 8 : 6);
+	ck_assert_uint_eq(lines, IS_ENABLED(CONFIG_POLICY_LARGE_CACHE) ? 9 : 7);
 	ck_assert_msg(strstr(out, "sefer: option SEFER_VERBOSE=1 (environment)\n"), "%s", out);
 	ck_assert_msg(strstr(out, "sefer: option SEFER_PARKED_HEAPS=32 (default)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "sefer: option SEFER_THP="), "%s", out);
 	ck_assert_msg(strstr(out, "sefer: option SEFER_PURGE_DELAY_MS=7 (environment)\n"), "%s",
 		      out);
 	ck_assert_msg(strstr(out, "sefer: option SEFER_ON_ERROR=abort (default)\n"), "%s", out);
