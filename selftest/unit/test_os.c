@@ -367,6 +367,16 @@ static bool vm_flag(const void *p, const char *flag)
 	return found;
 }
 
+/* Does the segment at p carry the advice `want` names ("nh", "hg" or "-": neither)? */
+static void check_advice(const char *mode, const char *what, const void *p, const char *want)
+{
+	bool nh = vm_flag(p, "nh"), hg = vm_flag(p, "hg");
+
+	ck_assert_msg(nh == !strcmp(want, "nh") && hg == !strcmp(want, "hg"),
+		      "SEFER_THP=%s: a %s segment's VmFlags should have %s (nh %d, hg %d)", mode,
+		      what, want, nh, hg);
+}
+
 /* The advice SEFER_THP's mode gives a small-object segment and a large block's segment. */
 static void check_thp_mode(unsigned mode, const char *small, const char *large)
 {
@@ -380,14 +390,8 @@ static void check_thp_mode(unsigned mode, const char *small, const char *large)
 	sefer__opt.thp = was;
 	ck_assert_ptr_nonnull(s);
 	ck_assert_ptr_nonnull(l);
-	ck_assert_msg(vm_flag(s, "nh") == !strcmp(small, "nh") &&
-			      vm_flag(s, "hg") == !strcmp(small, "hg"),
-		      "SEFER_THP=%s: a small segment's VmFlags should have %s (nh %d, hg %d)",
-		      names[mode], small, vm_flag(s, "nh"), vm_flag(s, "hg"));
-	ck_assert_msg(vm_flag(l, "nh") == !strcmp(large, "nh") &&
-			      vm_flag(l, "hg") == !strcmp(large, "hg"),
-		      "SEFER_THP=%s: a large segment's VmFlags should have %s (nh %d, hg %d)",
-		      names[mode], large, vm_flag(l, "nh"), vm_flag(l, "hg"));
+	check_advice(names[mode], "small", s, small);
+	check_advice(names[mode], "large", l, large);
 	sefer__segment_unmap(s, SEGMENT_SIZE);
 	sefer__segment_unmap(l, 2 * SEGMENT_SIZE);
 }
