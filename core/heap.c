@@ -216,7 +216,7 @@ struct heap *sefer__heap_struct_get(void)
 		heap = sefer__os.reserve(size, sefer__os_info.alloc_granularity, SEFER_NO_NODE);
 		if (!heap)
 			return NULL;
-		sefer__thp_advise(heap, size, false);
+		sefer__thp_advise(heap, size, THP_USE_SMALL);
 		heaps_struct_init(heap); /* its large_lock's rank, before fork can see it */
 		spin_lock(&pool_lock);
 		heap->next_all = heap_all;

@@ -78,7 +78,8 @@ struct segment *sefer__segment_alloc_large(size_t size, size_t align, int node)
 		return NULL;
 	/* From SEGMENT_SIZE up the block lies `align` into a reservation aligned to it (align.h).
 	 */
-	seg = sefer__segment_map(total, align > SEGMENT_SIZE ? align : SEGMENT_SIZE, node, true);
+	seg = sefer__segment_map(total, align > SEGMENT_SIZE ? align : SEGMENT_SIZE, node,
+				 THP_USE_LARGE);
 	if (!seg)
 		return NULL;
 	seg->kind = SEG_LARGE;

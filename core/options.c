@@ -144,19 +144,25 @@ static struct sefer_option core_options[] = {
 		.value.c = &sefer__opt.thp,
 		.def = IS_ENABLED(CONFIG_THP_NEVER)    ? THP_NEVER :
 		       IS_ENABLED(CONFIG_THP_SYSTEM)   ? THP_SYSTEM :
-		       IS_ENABLED(CONFIG_THP_ALWAYS)   ? THP_ALWAYS : THP_LARGE,
-		.choices = (const char *const[]){ "never", "large", "system", "always", NULL },
+		       IS_ENABLED(CONFIG_THP_ALWAYS)   ? THP_ALWAYS :
+		       IS_ENABLED(CONFIG_THP_LARGE)    ? THP_LARGE : THP_AUTO,
+		.choices = (const char *const[]){ "never", "large", "system", "always", "auto",
+						  NULL },
 		.help = "Which of sefer's memory Linux may back with transparent huge pages. "
 			"`large`: small-object segments never (a kernel in THP mode `always`, the "
 			"upstream default, would back each 2 MiB of them with one huge page at the "
 			"first touch, and a purge of one sefer page inside it gives nothing back), "
-			"large blocks as the kernel's mode says, as glibc's are; `never`: none of "
-			"it, large blocks included; `system`: no advice, the kernel's mode decides; "
+			"large blocks as the kernel's mode says, as glibc's are; `auto`: as `large`, "
+			"but a heap that already holds CONFIG_THP_DENSE_SEGMENTS small-object "
+			"segments (16: 64 MiB) maps its next ones as the kernel's mode says too, so "
+			"that a big heap of small blocks gets huge pages and a small one does not; "
+			"`never`: none of it, large blocks included; `system`: no advice, the "
+			"kernel's mode decides; "
 			"`always`: every segment asks for huge pages (fewer TLB misses and page "
 			"faults for a big heap, more resident memory), in kernel mode `madvise` "
 			"too. Read at init; the mode of a segment is set when it is mapped. "
 			"Linux only (other systems give no huge pages unasked).",
-		.doc_default = "large (the build's CONFIG_THP_* choice)",
+		.doc_default = "auto (the build's CONFIG_THP_* choice)",
 		.example = "SEFER_THP=always ./in-memory-database "
 			   "`(huge pages for the whole heap)`",
 	},

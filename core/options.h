@@ -30,7 +30,7 @@
 enum on_error { ON_ERROR_ABORT, ON_ERROR_WARN };
 
 /* SEFER_THP: which segments the OS may back with transparent huge pages (core/segment.c) */
-enum thp_mode { THP_NEVER, THP_LARGE, THP_SYSTEM, THP_ALWAYS };
+enum thp_mode { THP_NEVER, THP_LARGE, THP_SYSTEM, THP_ALWAYS, THP_AUTO };
 
 /* SEFER_SHOW_STATS: 0 none, 1 the table, 2 the table and the size classes, json (its choices) */
 enum show_stats { SHOW_STATS_TABLE = 1, SHOW_STATS_CLASSES = 2, SHOW_STATS_JSON = 3 };

@@ -30,31 +30,38 @@
 
 /*
  * Tell the OS whether it may back [mem, mem+size), a fresh mapping of sefer's (or its static
- * segment table), with transparent huge pages, by SEFER_THP (enum thp_mode): `large` is a
- * large block's segment, which THP_LARGE leaves to the kernel's mode. A small-object segment
- * is used and purged a 64 KiB page at a time, which a 2 MiB page defeats (decommit.rst, "Huge
- * pages"). One madvise per mapping, on the slow path that maps it.
+ * segment table) that holds what use says, with transparent huge pages, by SEFER_THP (enum
+ * thp_mode). A small-object segment is used and purged a 64 KiB page at a time, which a 2 MiB
+ * page defeats in a small heap: `large` marks them MADV_NOHUGEPAGE and leaves a large block's
+ * segment to the kernel's mode; `auto` leaves a dense heap's new segments to it too, where the
+ * huge pages of the newest segment are a small part of the heap and the TLB misses of 4 KiB
+ * pages a big part of its time (decommit.rst, "Huge pages"). "Leave to the kernel" is no
+ * advice: a kernel in mode madvise or never gives none. One madvise per mapping, on the slow
+ * path that maps it.
  */
-void sefer__thp_advise(void *mem, size_t size, bool large)
+void sefer__thp_advise(void *mem, size_t size, enum thp_use use)
 {
 	unsigned mode = sefer__opt.thp;
+	bool to_kernel = mode == THP_SYSTEM ||
+			 (use == THP_USE_LARGE && (mode == THP_LARGE || mode == THP_AUTO)) ||
+			 (use == THP_USE_DENSE && mode == THP_AUTO);
 
-	if (!os_has(SEFER_OS_HUGEPAGE) || mode == THP_SYSTEM || (large && mode == THP_LARGE))
+	if (!os_has(SEFER_OS_HUGEPAGE) || to_kernel)
 		return;
 	sefer__os.hugepage(mem, size, mode == THP_ALWAYS);
 }
 
 /*
- * A fresh reservation of size bytes at align for a segment, on node (SEFER_NO_NODE: any); large:
- * for a large block (sefer__thp_advise).
+ * A fresh reservation of size bytes at align for a segment, on node (SEFER_NO_NODE: any), that
+ * holds what use says (sefer__thp_advise).
  */
-void *sefer__segment_map(size_t size, size_t align, int node, bool large)
+void *sefer__segment_map(size_t size, size_t align, int node, enum thp_use use)
 {
 	void *mem = sefer__os.reserve(size, align, node);
 
 	if (!mem)
 		return NULL;
-	sefer__thp_advise(mem, size, large);
+	sefer__thp_advise(mem, size, use);
 	policy_segment_placed(mem, size, node);
 	stat_add(&sefer__gstats.segments, &sefer__gstats.segments_peak, 1);
 	stat_add(&sefer__gstats.segments_mapped, NULL, 1);
@@ -117,10 +124,30 @@ void sefer__segment_set_add(struct segment_set *set, struct segment *seg)
 	set_purge_at(set, seg->purge_at);
 }
 
+/*
+ * Does set hold at least CONFIG_THP_DENSE_SEGMENTS segments with spans? Then a new one is a
+ * dense heap's (THP_USE_DENSE): a huge page of it is at most a segment's part of the heap's
+ * memory, and each 2 MiB of the others holds blocks. Walks at most that many: once per mapping.
+ */
+static bool segment_set_dense(const struct segment_set *set)
+{
+	unsigned n = 0;
+
+	for (const struct segment *seg = set->with_space; seg; seg = seg->next)
+		if (++n >= CONFIG_THP_DENSE_SEGMENTS)
+			return true;
+	for (const struct segment *seg = set->full; seg; seg = seg->next)
+		if (++n >= CONFIG_THP_DENSE_SEGMENTS)
+			return true;
+	return false;
+}
+
 /* A fresh small segment for set, on node: nothing in a span, every slot unused. */
 static struct segment *segment_map_small(struct segment_set *set, int node)
 {
-	struct segment *seg = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, node, false);
+	bool dense = sefer__opt.thp == THP_AUTO && segment_set_dense(set);
+	struct segment *seg = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, node,
+						 dense ? THP_USE_DENSE : THP_USE_SMALL);
 
 	if (!seg)
 		return NULL;

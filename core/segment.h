@@ -369,8 +369,15 @@ struct segment_set {
 		for (struct segment *seg = *list_; seg; seg = seg->next)
 
 /* segment.c: mapping, publication, a set's cache, release */
-SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node, bool large);
-SEFER_INTERNAL void sefer__thp_advise(void *mem, size_t size, bool large);
+/* What a fresh mapping holds, for the huge-page advice SEFER_THP gives it (sefer__thp_advise). */
+enum thp_use {
+	THP_USE_SMALL, /* a small-object segment of a small heap; a heap struct; the segment table */
+	THP_USE_DENSE, /* a small-object segment of a heap with CONFIG_THP_DENSE_SEGMENTS of them */
+	THP_USE_LARGE, /* a large block's segment */
+};
+
+SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node, enum thp_use use);
+SEFER_INTERNAL void sefer__thp_advise(void *mem, size_t size, enum thp_use use);
 SEFER_INTERNAL void sefer__segment_unmap(void *mem, size_t size);
 SEFER_INTERNAL void sefer__segment_publish(struct segment *seg);
 SEFER_INTERNAL void sefer__segment_unpublish(struct segment *seg);

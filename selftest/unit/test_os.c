@@ -17,6 +17,7 @@
 #include "core/options.h"
 #include "core/segment.h"
 #include "core/segtab.h"
+#include "core/unowned.h"
 #include "sefer.h"
 #include "sefer/os.h"
 #include "unit.h"
@@ -377,22 +378,30 @@ static void check_advice(const char *mode, const char *what, const void *p, cons
 		      what, want, nh, hg);
 }
 
-/* The advice SEFER_THP's mode gives a small-object segment and a large block's segment. */
-static void check_thp_mode(unsigned mode, const char *small, const char *large)
+static const char *const thp_names[] = { "never", "large", "system", "always", "auto" };
+
+/*
+ * The advice SEFER_THP's mode gives a small-object segment of a small heap, one of a dense heap
+ * (enum thp_use) and a large block's segment.
+ */
+static void check_thp_mode(unsigned mode, const char *small, const char *dense, const char *large)
 {
-	static const char *const names[] = { "never", "large", "system", "always" };
 	unsigned was = sefer__opt.thp;
-	void *s, *l;
+	void *s, *d, *l;
 
 	sefer__opt.thp = mode;
-	s = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, false);
-	l = sefer__segment_map(2 * SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, true);
+	s = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_SMALL);
+	d = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_DENSE);
+	l = sefer__segment_map(2 * SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_LARGE);
 	sefer__opt.thp = was;
 	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(d);
 	ck_assert_ptr_nonnull(l);
-	check_advice(names[mode], "small", s, small);
-	check_advice(names[mode], "large", l, large);
+	check_advice(thp_names[mode], "small", s, small);
+	check_advice(thp_names[mode], "dense heap's", d, dense);
+	check_advice(thp_names[mode], "large", l, large);
 	sefer__segment_unmap(s, SEGMENT_SIZE);
+	sefer__segment_unmap(d, SEGMENT_SIZE);
 	sefer__segment_unmap(l, 2 * SEGMENT_SIZE);
 }
 
@@ -411,18 +420,59 @@ START_TEST(thp_advice_by_mode)
 		printf("kernel without transparent huge pages: thp_advice_by_mode skipped\n");
 		return;
 	}
-	check_thp_mode(THP_LARGE, "nh", "-");
-	check_thp_mode(THP_NEVER, "nh", "nh");
-	check_thp_mode(THP_SYSTEM, "-", "-");
-	check_thp_mode(THP_ALWAYS, "hg", "hg");
+	check_thp_mode(THP_AUTO, "nh", "-", "-");
+	check_thp_mode(THP_LARGE, "nh", "nh", "-");
+	check_thp_mode(THP_NEVER, "nh", "nh", "nh");
+	check_thp_mode(THP_SYSTEM, "-", "-", "-");
+	check_thp_mode(THP_ALWAYS, "hg", "hg", "hg");
 	/* the process's own: its mode from init (SEFER_THP, else the build's default) */
-	if (sefer__opt.thp == THP_LARGE || sefer__opt.thp == THP_NEVER) {
+	if (sefer__opt.thp == THP_AUTO || sefer__opt.thp == THP_LARGE ||
+	    sefer__opt.thp == THP_NEVER) {
 		p = sefer_malloc(64);
 		ck_assert_msg(vm_flag(p, "nh"), "a small block's segment has no MADV_NOHUGEPAGE");
 		sefer_free(p);
 		ck_assert_msg(vm_flag((const uint8_t *)sefer__segtab + sizeof(sefer__segtab) / 2, "nh"),
 			      "the segment table has no MADV_NOHUGEPAGE");
 	}
+}
+END_TEST
+
+/*
+ * SEFER_THP=auto: a heap's first CONFIG_THP_DENSE_SEGMENTS small-object segments are marked
+ * MADV_NOHUGEPAGE, the ones it maps once it holds that many are not (the kernel's mode decides).
+ * A first-class heap of its own, the spare segments given back first: every segment it gets is
+ * one it mapped.
+ */
+START_TEST(thp_auto_dense_heap)
+{
+	enum { MORE = 4, N = CONFIG_THP_DENSE_SEGMENTS + MORE };
+	const size_t size = (size_t)128 << 10;
+	static const void *segs[N];
+	unsigned was = sefer__opt.thp, nsegs = 0;
+	struct sefer_heap *h;
+	char what[48];
+
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK)) {
+		printf("kernel without transparent huge pages: thp_auto_dense_heap skipped\n");
+		return;
+	}
+	sefer__opt.thp = THP_AUTO;
+	sefer__spares_release_all();
+	h = sefer_heap_new();
+	ck_assert_ptr_nonnull(h);
+	while (nsegs < N) {
+		void *p = sefer_heap_malloc(h, size);
+
+		ck_assert_ptr_nonnull(p);
+		if (!nsegs || segs[nsegs - 1] != segment_of(p))
+			segs[nsegs++] = segment_of(p);
+	}
+	sefer__opt.thp = was;
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(what, sizeof(what), "heap's #%u", i + 1);
+		check_advice("auto", what, segs[i], i < CONFIG_THP_DENSE_SEGMENTS ? "nh" : "-");
+	}
+	sefer_heap_destroy(h);
 }
 END_TEST
 
@@ -438,6 +488,7 @@ Suite *os_suite(void)
 	tcase_add_test(tc, in_place_growth_moves_the_hint);
 	tcase_add_test(tc, procinfo_is_this_process);
 	tcase_add_test(tc, thp_advice_by_mode);
+	tcase_add_test(tc, thp_auto_dense_heap);
 	suite_add_tcase(s, tc);
 	return s;
 }
