@@ -185,9 +185,6 @@ _Static_assert(__builtin_offsetof(struct page, xthread) == CACHELINE,
 
 enum segment_kind { SEG_SMALL = 1, SEG_LARGE = 2 };
 
-/* Spare segments kept process-wide (core/unowned.c) */
-#define SPARE_MAX (4 * (CONFIG_SEGMENT_CACHE > 0 ? CONFIG_SEGMENT_CACHE : 1))
-
 struct segment {
 	_Atomic(struct heap *) owner;
 	uint32_t kind;
