@@ -16,7 +16,7 @@
 # with SEFER_CFLAGS, and the allocator under test is swapped in with LD_PRELOAD.
 
 bench-names := bulk steady vecgrow larson mstress prodcons large larson-rounds randpos threadgen \
-	bignum largewin bursts falseshare tgstress xfer coldfree
+	bignum largewin bursts falseshare tgstress xfer coldfree peakrss
 bench-progs := $(addprefix $(objtree)/bench/,$(bench-names))
 BENCH_CC ?= gcc
 BENCH_CFLAGS := -std=gnu11 -O2 -pthread -Wall -Wextra

@@ -437,8 +437,10 @@ FULL_REPS = 5
 def real_configs(bindir, quick, only):
     out = []
     scale = "1" if quick else "4"
+    # python3 and sqlite3 run under bench/peakrss, which reports their own peak (run_real)
+    peak = [os.path.join(bindir, "peakrss")]
     out.append(Config("real", "python3", "pywork x%s" % scale, 1, 0,
-                      [PY, os.path.join(HERE, "programs", "pywork.py"), scale, "42"],
+                      peak + [PY, os.path.join(HERE, "programs", "pywork.py"), scale, "42"],
                       kind="python"))
     rows = 10000 if quick else 40000
     sql = os.path.join(bindir, "sqlite-%d.sql" % rows)
@@ -448,7 +450,7 @@ def real_configs(bindir, quick, only):
                             str(rows), "42"], stdout=f, check=True)
         os.replace(sql + ".tmp", sql)
     out.append(Config("real", "sqlite3", "%dk rows" % (rows // 1000), 1, 0,
-                      ["sqlite3", "-bail", ":memory:"], stdin=sql, kind="sqlite"))
+                      peak + ["sqlite3", "-bail", ":memory:"], stdin=sql, kind="sqlite"))
     n = 20000 if quick else 200000
     out.append(Config("real", "redis", "%dk req x7" % (n // 1000), 1, 0,
                       ["redis-benchmark", "-h", "127.0.0.1", "-q", "--csv",
@@ -466,6 +468,9 @@ def real_configs(bindir, quick, only):
             MISSING_PROGS.append((c.bench, "%s not found (Debian packages python3, "
                                   "sqlite3, redis-server, redis-tools; "
                                   "scripts/install-deps)" % ", ".join(gone)))
+            continue
+        if c.argv[:1] == peak and not os.access(peak[0], os.X_OK):
+            MISSING_PROGS.append((c.bench, "%s not built (make bench-progs)" % peak[0]))
             continue
         keep.append(c)
     return keep
@@ -713,12 +718,28 @@ def run_redis(cfg, alloc, timeout):
                 server.stderr.close()
 
 
+PEAKRSS_LINE = re.compile(r"^peakrss: maxrss_kb=(\d+)\n?\Z", re.M)
+
+
+def peakrss_split(err):
+    """(the program's peak RSS in KiB, its stderr) from bench/peakrss's stderr, whose last line
+    says the peak; (None, err) when that line is missing (the program was killed, or peakrss
+    could not run)."""
+    m = PEAKRSS_LINE.search(err)
+    if not m:
+        return None, err
+    return int(m.group(1)), err[:m.start()]
+
+
 def run_real(cfg, alloc, timeout, expect):
     if cfg.kind == "redis":
         return run_redis(cfg, alloc, timeout)
     extra = {"PYTHONMALLOC": "malloc"} if cfg.kind == "python" else {}
-    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
-                                         timeout, stdin=cfg.stdin, cpus=single_cpu_set(cfg))
+    # The rss spawn_wait returns is wait4's: the runner's own peak for a program that stays
+    # below it (bench/peakrss.c says why). peakrss reports the program's.
+    rc, wall, _, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
+                                       timeout, stdin=cfg.stdin, cpus=single_cpu_set(cfg))
+    rss, err = peakrss_split(err)
     if preload_failed(err):
         return Outcome(err="preload failed")
     if rc != 0:
@@ -730,6 +751,8 @@ def run_real(cfg, alloc, timeout, expect):
     if key in expect and expect[key] != out:
         return Outcome(err="output differs from the first allocator's")
     expect.setdefault(key, out)
+    if rss is None:
+        return Outcome(err="bench/peakrss reported no peak RSS")
     return Outcome(wall, rss)
 
 

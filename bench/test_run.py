@@ -325,6 +325,27 @@ try:
 finally:
     run.spawn_wait = saved
 
+# A real program's peak RSS is bench/peakrss's line, not wait4's figure (the runner's own peak
+# when the program's is lower: sqlite3 read 15.9 MiB under every allocator that way), and the
+# line is not the program's stderr; a run without the line is refused.
+saved = run.spawn_wait
+try:
+    said = {}
+    run.spawn_wait = lambda *a, **k: (0, 0.1, 16000, "out\n", said["err"])
+    real = run.Config("real", "sqlite3", "10k rows", 1, 0,
+                      ["peakrss", "sqlite3"], kind="sqlite")
+    for err, rss, refused in (("peakrss: maxrss_kb=9800\n", 9800, False),
+                              ("sefer: unknown option SEFER_X\npeakrss: maxrss_kb=9800\n",
+                               None, True),
+                              ("", None, True)):
+        said["err"] = err
+        got = run.run_real(real, run.Alloc("sefer", None, "libsefer.so", ""), 10, {})
+        if refused != bool(got.err) or got.rss_kb != rss:
+            failures.append("real run with stderr %r: err %r, rss %r (want %r)" %
+                            (err, got.err, got.rss_kb, rss))
+finally:
+    run.spawn_wait = saved
+
 # latest.md's header names the SEFER_* variables the runs inherit.
 saved = dict(os.environ)
 try:
