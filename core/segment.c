@@ -125,9 +125,11 @@ void sefer__segment_set_add(struct segment_set *set, struct segment *seg)
 }
 
 /*
- * Does set hold at least CONFIG_THP_DENSE_SEGMENTS segments with spans? Then a new one is a
- * dense heap's (THP_USE_DENSE): a huge page of it is at most a segment's part of the heap's
- * memory, and each 2 MiB of the others holds blocks. Walks at most that many: once per mapping.
+ * Does set hold at least CONFIG_THP_DENSE_SEGMENTS segments with spans? A set maps a segment
+ * only when the ones it holds have no room for a span, so a new one is then a dense heap's
+ * (THP_USE_DENSE): its huge pages are at most one part in that many of the slots the heap has
+ * taken (slots, not bytes in use: decommit.rst, "Huge pages"). Walks at most that many
+ * segments, once per mapping.
  */
 static bool segment_set_dense(const struct segment_set *set)
 {
