@@ -135,10 +135,7 @@ static bool segment_set_dense(const struct segment_set *set)
 {
 	unsigned n = 0;
 
-	for (const struct segment *seg = set->with_space; seg; seg = seg->next)
-		if (++n >= CONFIG_THP_DENSE_SEGMENTS)
-			return true;
-	for (const struct segment *seg = set->full; seg; seg = seg->next)
+	for_each_set_segment(set, seg, false)
 		if (++n >= CONFIG_THP_DENSE_SEGMENTS)
 			return true;
 	return false;
