@@ -67,8 +67,8 @@ void *sefer__list_corrupt(const struct page *pg, const void *b, uintptr_t bad)
 /*
  * The segment table (core/segtab.h) is SEGTAB_BITS / 8 bytes of static data (4 MiB), a word of it
  * written per segment: where small-object segments get no huge page (SEFER_THP never, large
- * or auto), neither does it, which in THP mode "always" would be 2 MiB for a word. Under
- * SEFER_THP=always it is left to the kernel: a bitmap gains nothing from huge pages.
+ * or auto), neither does it, which in THP mode "always" would be 2 MiB for a word
+ * (THP_USE_TABLE: sefer__thp_advise).
  */
 static void segtab_thp_advise(void)
 {
@@ -76,8 +76,8 @@ static void segtab_thp_advise(void)
 	uintptr_t lo = align_up((uintptr_t)sefer__segtab, ps);
 	uintptr_t hi = ((uintptr_t)sefer__segtab + sizeof(sefer__segtab)) & ~(uintptr_t)(ps - 1);
 
-	if (hi > lo && sefer__opt.thp != THP_ALWAYS)
-		sefer__thp_advise((void *)lo, hi - lo, THP_USE_SMALL);
+	if (hi > lo)
+		sefer__thp_advise((void *)lo, hi - lo, THP_USE_TABLE);
 }
 
 void sefer__process_init(void)

@@ -35,16 +35,18 @@
  * page defeats in a small heap: `large` marks them MADV_NOHUGEPAGE and leaves a large block's
  * segment to the kernel's mode; `auto` leaves a dense heap's new segments to it too, where the
  * huge pages of the newest segment are a small part of the heap and the TLB misses of 4 KiB
- * pages a big part of its time (decommit.rst, "Huge pages"). "Leave to the kernel" is no
- * advice: a kernel in mode madvise or never gives none. One madvise per mapping, on the slow
- * path that maps it.
+ * pages a big part of its time (decommit.rst, "Huge pages"); the segment table is never asked
+ * for huge pages (`always` leaves it to the kernel: a bitmap gains nothing from them). "Leave
+ * to the kernel" is no advice: a kernel in mode madvise or never gives none. One madvise per
+ * mapping, on the slow path that maps it.
  */
 void sefer__thp_advise(void *mem, size_t size, enum thp_use use)
 {
 	unsigned mode = sefer__opt.thp;
 	bool to_kernel = mode == THP_SYSTEM ||
 			 (use == THP_USE_LARGE && (mode == THP_LARGE || mode == THP_AUTO)) ||
-			 (use == THP_USE_DENSE && mode == THP_AUTO);
+			 (use == THP_USE_DENSE && mode == THP_AUTO) ||
+			 (use == THP_USE_TABLE && mode == THP_ALWAYS);
 
 	if (!os_has(SEFER_OS_HUGEPAGE) || to_kernel)
 		return;

@@ -368,9 +368,10 @@ struct segment_set {
 /* segment.c: mapping, publication, a set's cache, release */
 /* What a fresh mapping holds, for the huge-page advice SEFER_THP gives it (sefer__thp_advise). */
 enum thp_use {
-	THP_USE_SMALL, /* a small-object segment of a small heap; a heap struct; the segment table */
+	THP_USE_SMALL, /* a small-object segment of a small heap; a heap struct */
 	THP_USE_DENSE, /* a small-object segment of a heap with CONFIG_THP_DENSE_SEGMENTS of them */
 	THP_USE_LARGE, /* a large block's segment */
+	THP_USE_TABLE, /* the segment table: as SMALL, but never asked for huge pages */
 };
 
 SEFER_INTERNAL void *sefer__segment_map(size_t size, size_t align, int node, enum thp_use use);

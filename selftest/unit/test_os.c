@@ -381,28 +381,34 @@ static void check_advice(const char *mode, const char *what, const void *p, cons
 static const char *const thp_names[] = { "never", "large", "system", "always", "auto" };
 
 /*
- * The advice SEFER_THP's mode gives a small-object segment of a small heap, one of a dense heap
- * (enum thp_use) and a large block's segment.
+ * The advice SEFER_THP's mode gives a small-object segment of a small heap, one of a dense heap,
+ * a large block's segment and the segment table (enum thp_use; the table's own mapping is the
+ * process's, so a fresh segment stands in for it).
  */
-static void check_thp_mode(unsigned mode, const char *small, const char *dense, const char *large)
+static void check_thp_mode(unsigned mode, const char *small, const char *dense, const char *large,
+			   const char *table)
 {
 	unsigned was = sefer__opt.thp;
-	void *s, *d, *l;
+	void *s, *d, *l, *t;
 
 	sefer__opt.thp = mode;
 	s = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_SMALL);
 	d = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_DENSE);
 	l = sefer__segment_map(2 * SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_LARGE);
+	t = sefer__segment_map(SEGMENT_SIZE, SEGMENT_SIZE, SEFER_NO_NODE, THP_USE_TABLE);
 	sefer__opt.thp = was;
 	ck_assert_ptr_nonnull(s);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(t);
 	check_advice(thp_names[mode], "small", s, small);
 	check_advice(thp_names[mode], "dense heap's", d, dense);
 	check_advice(thp_names[mode], "large", l, large);
+	check_advice(thp_names[mode], "segment table's", t, table);
 	sefer__segment_unmap(s, SEGMENT_SIZE);
 	sefer__segment_unmap(d, SEGMENT_SIZE);
 	sefer__segment_unmap(l, 2 * SEGMENT_SIZE);
+	sefer__segment_unmap(t, SEGMENT_SIZE);
 }
 
 /*
@@ -420,11 +426,11 @@ START_TEST(thp_advice_by_mode)
 		printf("kernel without transparent huge pages: thp_advice_by_mode skipped\n");
 		return;
 	}
-	check_thp_mode(THP_AUTO, "nh", "-", "-");
-	check_thp_mode(THP_LARGE, "nh", "nh", "-");
-	check_thp_mode(THP_NEVER, "nh", "nh", "nh");
-	check_thp_mode(THP_SYSTEM, "-", "-", "-");
-	check_thp_mode(THP_ALWAYS, "hg", "hg", "hg");
+	check_thp_mode(THP_AUTO, "nh", "-", "-", "nh");
+	check_thp_mode(THP_LARGE, "nh", "nh", "-", "nh");
+	check_thp_mode(THP_NEVER, "nh", "nh", "nh", "nh");
+	check_thp_mode(THP_SYSTEM, "-", "-", "-", "-");
+	check_thp_mode(THP_ALWAYS, "hg", "hg", "hg", "-");
 	/* the process's own: its mode from init (SEFER_THP, else the build's default) */
 	if (sefer__opt.thp == THP_AUTO || sefer__opt.thp == THP_LARGE ||
 	    sefer__opt.thp == THP_NEVER) {
