@@ -204,6 +204,17 @@ static inline void heap_heartbeat(struct heap *heap)
 	if (purge_heartbeat_due(&heap->segments))
 		sefer__heap_heartbeat(heap);
 }
+
+/*
+ * A policy keeps memory of heap that collect(heap, false) gives back once it aged (policy.h):
+ * the owner's heartbeat runs that collect (and clears this) while it does, so the policy calls
+ * it whenever it starts keeping some and at each collect that leaves some kept. A store into
+ * the owner's own line: no clock read, nothing shared.
+ */
+static inline void heap_keep_aging(struct heap *heap)
+{
+	heap->segments.policy_aging = true;
+}
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
 SEFER_INTERNAL bool sefer__page_queue_freed(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__page_unfull(struct heap *heap, struct page *pg);

@@ -89,7 +89,9 @@ static struct sefer_option core_options[] = {
 			"a pause keeps what it freed before the pause for one more delay (see "
 			"decommit.rst in the documentation). "
 			"Empty pages are purged by the owning thread's next slow path, and by the "
-			"last threads to exit; there is no background thread.",
+			"last threads to exit; there is no background thread. "
+			"A freed large block the large cache keeps, unused for this delay, is "
+			"unmapped the same way.",
 		.needs = "CONFIG_DECOMMIT",
 		.example = "SEFER_PURGE_DELAY_MS=0 ./batch-job "
 			   "`(resident size follows the live set as closely as it can)`",

@@ -441,7 +441,8 @@ static void page_kept_deadline(struct heap *heap)
 
 /*
  * A heartbeat (heap_heartbeat, core/heap.h): the kept pages past their deadline go back (their
- * slots turn dirty, purged a delay later), then the purge pass.
+ * slots turn dirty, purged a delay later), the policies give back what aged out in their keep
+ * (collect(h, false), while one keeps some: heap_keep_aging), then the purge pass.
  */
 void sefer__heap_heartbeat(struct heap *heap)
 {
@@ -450,6 +451,10 @@ void sefer__heap_heartbeat(struct heap *heap)
 	if (set->kept_until && sefer__os.clock_ms() >= set->kept_until) {
 		set->kept_until = 0;
 		page_give_back_kept(heap, 0); /* every bin's */
+	}
+	if (set->policy_aging) {
+		set->policy_aging = false; /* set again by a policy that still keeps some */
+		sefer__policy_collect_all(heap, false);
 	}
 	sefer__purge_pass(set, false, true);
 }

@@ -39,8 +39,12 @@
  *                       thread, no lock held. Without it the core runs heap_exit and zeroes
  *                       the policy's state.
  *   collect(h, force)   sefer_collect() / malloc_trim(): give cached memory back to the OS,
- *                       all of it with force, else what has aged out. Owner thread, no lock
- *                       held; the heap stays in use.
+ *                       all of it with force, else what has aged out. Without force also the
+ *                       owner's heartbeat (every 64th slow path that takes no span, core/heap.h)
+ *                       while the policy keeps memory that ages: it calls heap_keep_aging(h)
+ *                       when it starts keeping some and at each collect that leaves some.
+ *                       Owner thread (or the holder of a parked heap), no lock held; the heap
+ *                       stays in use.
  *   small_alloc(h, sz)  HOT, owner thread, no lock: a block of bin_block_size(bin(sz))
  *                       bytes or NULL to fall through to the bins. Must not fail otherwise.
  *   small_free(h, pg, p) HOT, owner thread, p is a block of pg owned by h that was just

@@ -215,6 +215,9 @@ struct segment {
 	size_t large_size;     /* usable bytes from large_block */
 	size_t large_req;      /* bytes last asked for (malloc, realloc): core/alloc.c */
 	struct heap *large_heap; /* the heap that allocated the block (set at each allocation) */
+	/* cached freed (a policy's, policies/large_cache): ms at which the cache's aging pass first
+	 * saw it there, 0 = not yet */
+	uint64_t large_cached_ms;
 	_Atomic int large_live; /* 1 while allocated (double-free check) */
 	bool large_zero;
 #if IS_ENABLED(CONFIG_HEAPS)
@@ -351,6 +354,9 @@ struct segment_set {
 	/* ms from which the owner's kept empty pages are given back (core/page.c), 0 = none
 	 * kept since: the heartbeat runs while it is set (purge_heartbeat_due) */
 	uint64_t kept_until;
+	/* a policy keeps memory of this heap that ages on the purge clock (heap_keep_aging): the
+	 * heartbeat runs while it is set, and runs the policies' collect(h, false) */
+	bool policy_aging;
 };
 
 /*

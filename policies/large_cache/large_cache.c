@@ -44,6 +44,14 @@
  *    decays after its hit, on what stays cached. So a thread that frees a block larger than
  *    the headroom and asks for it again reads no clock; a single segment left cached so
  *    outlives its free by the time to the next call plus 100 ms, the one difference;
+ *  - expiry: a segment that stays cached, unused, for the heap's purge delay (the small pages'
+ *    SEFER_PURGE_DELAY_MS with the heap's backoff, core/purge.c) is released, under the
+ *    headroom too: aging passes (expire) run at the owner's heartbeat while the cache holds
+ *    any (heap_keep_aging: every 64th slow path that takes no span, core/heap.h), at
+ *    collect(h, false) and before a miss maps. A segment's age counts from the first pass
+ *    that saw it cached (seg->large_cached_ms, 0 until then; a segment appended starts at
+ *    0), so a free and a hit read no clock and a segment goes one to two passes' spacing
+ *    past a delay after its free. Stamps are non-decreasing from head to tail, zeros last;
  *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
  *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
  *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
@@ -71,6 +79,7 @@
 #include "core/heap.h"
 #include "core/large.h"
 #include "core/options.h"
+#include "core/purge.h"
 #include "core/stats.h"
 #include "sefer/os.h"
 
@@ -126,8 +135,8 @@ SEFER_INTERNAL uint64_t (*sefer__large_cache_clock)(void);
 
 static atomic_bool closed;
 static atomic_size_t cached_total; /* bytes in every heap's cache (not in inboxes) */
-static atomic_ullong done_hits, done_misses, done_evictions, done_handoffs, done_resizes,
-	done_regrows; /* exited heaps' counts */
+static atomic_ullong done_hits, done_misses, done_evictions, done_expired, done_handoffs,
+	done_resizes, done_regrows; /* exited heaps' counts */
 
 #define LC_INBOX_CLOSED ((struct segment *)1)
 
@@ -169,6 +178,7 @@ static always_inline void unlink_seg(struct large_cache_heap *c, struct segment 
 static always_inline void append(struct large_cache_heap *c, struct segment *s)
 {
 	s->next = NULL;
+	s->large_cached_ms = 0; /* unused from now: the next aging pass stamps it */
 	s->prev = c->tail;
 	if (c->tail)
 		c->tail->next = s;
@@ -183,13 +193,41 @@ static always_inline void append(struct large_cache_heap *c, struct segment *s)
 	c->unpublished = s->size;
 }
 
-static void evict_oldest(struct large_cache_heap *c)
+static void release_oldest(struct large_cache_heap *c)
 {
 	struct segment *s = c->head;
 
 	unlink_seg(c, s);
-	c->evictions++;
 	sefer__segment_release(s);
+}
+
+static void evict_oldest(struct large_cache_heap *c)
+{
+	release_oldest(c);
+	c->evictions++;
+}
+
+/*
+ * An aging pass (the invariants, "expiry"): release what stayed cached for h's purge delay
+ * since a pass first saw it, stamp what no pass saw yet. Reads the clock only when something is
+ * cached and the delay is not "never"; asks for the next pass while something stays.
+ */
+static void expire(struct heap *h, struct large_cache_heap *c)
+{
+	uint64_t delay = sefer__purge_delay(&h->segments), now;
+	struct segment *s;
+
+	if (!c->count || delay_is_never(delay))
+		return;
+	now = now_ms();
+	while ((s = c->head) && s->large_cached_ms && now >= s->large_cached_ms + delay) {
+		release_oldest(c);
+		c->expired++;
+	}
+	for (s = c->tail; s && !s->large_cached_ms; s = s->prev)
+		s->large_cached_ms = now ? now : 1;
+	if (c->count)
+		heap_keep_aging(h);
 }
 
 static uint64_t shrink(uint64_t excess, uint64_t steps)
@@ -277,6 +315,7 @@ static noinline void take_inbox(struct heap *h, struct segment *s)
 	}
 	while (c->bytes > sefer__large_cache_opt.budget)
 		evict_oldest(c);
+	heap_keep_aging(h);
 }
 
 /* Owner: move the inbox into the FIFO (a reused heap's closed inbox is reopened instead). */
@@ -420,6 +459,7 @@ static noinline struct segment *alloc_search(struct heap *h, size_t size, size_t
 		return resized;
 	}
 	c->misses++;
+	expire(h, c); /* the core maps now: what aged out goes first (a clock read beside an mmap) */
 	/* The core maps `size` bytes now: the cache gives way first, so a program that frees a
 	 * buffer and asks for a bigger one peaks at live + the larger of the two, not both. The
 	 * newest segment stays if it is spared for a regrow (decay still ages it out). */
@@ -510,6 +550,7 @@ bool sefer__large_cache_free(struct heap *h, struct segment *s)
 		return true;
 	if (h == &sefer__heap_empty || !h->segments.live)
 		return false;
+	heap_keep_aging(h); /* the heartbeat ages what is cached from now */
 	if (c->count)
 		return free_into_cache(c, s);
 	/* The common case (a block freed after a hit emptied the cache): s alone, the newest, is
@@ -560,14 +601,18 @@ void sefer__large_cache_heap_exit(struct heap *h)
 	atomic_fetch_add_explicit(&done_hits, c->hits, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_misses, c->misses, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_evictions, c->evictions, memory_order_relaxed);
+	atomic_fetch_add_explicit(&done_expired, c->expired, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_handoffs, c->handoffs, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_resizes, c->resizes, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_regrows, c->regrows, memory_order_relaxed);
-	c->hits = c->misses = c->evictions = c->handoffs = c->resizes = c->regrows = 0;
+	c->hits = c->misses = c->evictions = c->expired = c->handoffs = c->resizes = c->regrows = 0;
 	c->decay_ms = 0;
 }
 
-/* sefer_collect(): force empties the cache (counted as evictions), else the decay runs now. */
+/*
+ * sefer_collect() and the owner's heartbeat (heap_keep_aging): force empties the cache (counted
+ * as evictions), else the decay and an aging pass run now.
+ */
 void sefer__large_cache_collect(struct heap *h, bool force)
 {
 	struct large_cache_heap *c = &h->policy.large_cache;
@@ -575,6 +620,7 @@ void sefer__large_cache_collect(struct heap *h, bool force)
 	take_handoffs(h);
 	if (!force) {
 		decay(c);
+		expire(h, c);
 		return;
 	}
 	while (c->head)
@@ -597,7 +643,7 @@ __attribute__((destructor)) static void large_cache_exit(void)
 }
 
 struct lc_sum {
-	unsigned long long hits, misses, evictions, handoffs, resizes, regrows, bytes, count;
+	unsigned long long hits, misses, evictions, expired, handoffs, resizes, regrows, bytes, count;
 };
 
 static void add_heap(struct heap *h, void *arg)
@@ -608,6 +654,7 @@ static void add_heap(struct heap *h, void *arg)
 	sum->hits += c->hits;
 	sum->misses += c->misses;
 	sum->evictions += c->evictions;
+	sum->expired += c->expired;
 	sum->handoffs += c->handoffs;
 	sum->resizes += c->resizes;
 	sum->regrows += c->regrows;
@@ -619,13 +666,13 @@ void sefer__large_cache_print_stats(void)
 {
 	struct lc_sum sum = {
 		atomic_load(&done_hits), atomic_load(&done_misses), atomic_load(&done_evictions),
-		atomic_load(&done_handoffs), atomic_load(&done_resizes), atomic_load(&done_regrows),
-		0, 0,
+		atomic_load(&done_expired), atomic_load(&done_handoffs), atomic_load(&done_resizes),
+		atomic_load(&done_regrows), 0, 0,
 	};
 
 	sefer__heap_visit_all(add_heap, &sum);
 	sefer__message("large_cache: hits %llu, resized %llu, regrown %llu, misses %llu, evictions "
-		      "%llu, handed back %llu, cached %llu KiB in %llu", sum.hits, sum.resizes,
-		      sum.regrows, sum.misses, sum.evictions, sum.handoffs, sum.bytes >> 10,
-		      sum.count);
+		      "%llu, expired %llu, handed back %llu, cached %llu KiB in %llu", sum.hits,
+		      sum.resizes, sum.regrows, sum.misses, sum.evictions, sum.expired, sum.handoffs,
+		      sum.bytes >> 10, sum.count);
 }

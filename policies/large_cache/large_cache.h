@@ -24,6 +24,7 @@ struct large_cache_heap {
 	uint64_t decay_ms; /* start of the current decay step; 0 while bytes <= headroom;
 			    * DECAY_PENDING: started by the next call (see .c) */
 	uint64_t hits, misses, evictions, handoffs;
+	uint64_t expired; /* released after a purge delay unused (expire), not in evictions */
 	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
 	uint64_t regrows; /* realloc growths served with room to grow further (large_regrow) */
 };

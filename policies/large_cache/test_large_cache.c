@@ -460,7 +460,9 @@ START_TEST(lc_decay)
 	setup();
 	void *p[8];
 	struct large_cache_heap *c;
+	uint64_t delay = sefer__opt.purge_delay_ms;
 
+	sefer__opt.purge_delay_ms = PURGE_DELAY_NEVER; /* the decay alone: no expiry (lc_expiry) */
 	sefer__large_cache_clock = fake_clock;
 	fake_now = 1000;
 	sefer__large_cache_opt.headroom = 0;
@@ -493,16 +495,19 @@ START_TEST(lc_decay)
 	sefer__large_cache_collect(heap_get(), false);
 	ck_assert_uint_eq(c->count, 0);
 	ck_assert_uint_eq(c->decay_ms, 0);
-	/* under the headroom nothing decays, however long */
+	/* under the headroom nothing decays, however long (expiry, off here, takes them) */
 	sefer__large_cache_opt.headroom = 64 * MiB;
 	for (int i = 0; i < 4; i++)
 		p[i] = sefer_malloc(5 * MiB);
 	for (int i = 0; i < 4; i++)
 		sefer_free(p[i]);
-	fake_now += 3600 * 1000;
-	sefer__large_cache_collect(heap_get(), false);
+	for (int i = 0; i < 2; i++) {
+		fake_now += 3600 * 1000;
+		sefer__large_cache_collect(heap_get(), false);
+	}
 	ck_assert_uint_eq(c->count, 4);
 	sefer_free(ballast);
+	sefer__opt.purge_delay_ms = delay;
 }
 END_TEST
 
@@ -521,7 +526,10 @@ static uint64_t counting_clock(void)
  */
 START_TEST(lc_decay_one)
 {
+	uint64_t delay = sefer__opt.purge_delay_ms;
+
 	setup();
+	sefer__opt.purge_delay_ms = PURGE_DELAY_NEVER; /* the decay's clock reads alone */
 	sefer__large_cache_opt.headroom = 16 * MiB;
 	sefer__large_cache_clock = counting_clock;
 	clock_reads = 0;
@@ -573,6 +581,123 @@ START_TEST(lc_decay_one)
 	sefer_free(b);
 	ck_assert_uint_ge(clock_reads, 1);
 	sefer__large_cache_collect(heap_get(), true);
+	sefer__opt.purge_delay_ms = delay;
+}
+END_TEST
+
+/*
+ * Expiry: under the headroom, a segment cached and unused for the purge delay is released at
+ * the aging pass after it (collect(false) here), counted from the first pass that saw it; a
+ * hit and a free start its age again; with the delay "never" nothing expires.
+ */
+START_TEST(lc_expiry)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms;
+	struct large_cache_heap *c;
+
+	setup();
+	sefer__opt.purge_delay_ms = 50;
+	sefer__large_cache_clock = fake_clock;
+	fake_now = 10000;
+	c = cache();
+	uint64_t expired = c->expired, evictions = c->evictions;
+	void *a = sefer_malloc(3 * MiB), *b = sefer_malloc(5 * MiB);
+	struct segment *sa = segment_of(a), *sb = segment_of(b);
+	uint64_t d = sefer__purge_delay(&heap_get()->segments); /* with the heap's backoff */
+
+	sefer_free(a);
+	ck_assert(heap_get()->segments.policy_aging); /* the heartbeat runs while it is cached */
+	sefer__large_cache_collect(heap_get(), false); /* the first pass: a's age starts */
+	ck_assert_uint_eq(sa->large_cached_ms, 10000);
+	fake_now += d / 2;
+	sefer_free(b);
+	sefer__large_cache_collect(heap_get(), false); /* b's starts */
+	ck_assert_uint_eq(c->count, 2);
+	fake_now = 10000 + d - 1;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(c->count, 2);
+	fake_now = 10000 + d;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(c->count, 1); /* a, a delay unused since the first pass: released */
+	ck_assert(!segtab_contains(sa));
+	ck_assert(cached(b));
+	ck_assert_uint_eq(c->expired, expired + 1);
+	ck_assert_uint_eq(c->evictions, evictions); /* counted apart */
+	ck_assert(heap_get()->segments.policy_aging);
+	/* a hit and a free start b's age again */
+	fake_now = 10000 + d / 2 + d - 1;
+	void *b2 = sefer_malloc(5 * MiB);
+
+	ck_assert_ptr_eq(segment_of(b2), sb);
+	sefer_free(b2);
+	ck_assert_uint_eq(sb->large_cached_ms, 0);
+	fake_now += 1; /* b's first residency would be due now */
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert(cached(b2));
+	fake_now += d - 1;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert(cached(b2));
+	fake_now += 1;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(c->count, 0);
+	ck_assert(!segtab_contains(sb));
+	ck_assert_uint_eq(c->expired, expired + 2);
+	/* the heartbeat's request ends with the cache */
+	heap_get()->segments.policy_aging = false;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert(!heap_get()->segments.policy_aging);
+	/* "never": kept however long */
+	sefer__opt.purge_delay_ms = PURGE_DELAY_NEVER;
+	sefer_free(sefer_malloc(3 * MiB));
+	for (int i = 0; i < 3; i++) {
+		fake_now += 3600 * 1000;
+		sefer__large_cache_collect(heap_get(), false);
+	}
+	ck_assert_uint_eq(c->count, 1);
+	sefer__large_cache_collect(heap_get(), true);
+	sefer__opt.purge_delay_ms = delay;
+}
+END_TEST
+
+/*
+ * The owner's heartbeat runs the aging passes: a thread that frees a large block and goes on
+ * with small blocks only (their slow paths) gets it released a purge delay later (real clock),
+ * not before.
+ */
+START_TEST(lc_expiry_heartbeat)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms;
+	enum { N = 4096 };
+	static void *blk[N];
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	setup();
+	sefer__opt.purge_delay_ms = 100;
+	void *p = sefer_malloc(3 * MiB);
+	struct segment *seg = segment_of(p);
+	uint64_t start = sefer__os.clock_ms(), d = sefer__purge_delay(&heap_get()->segments);
+	bool early = false;
+
+	memset(p, 1, 3 * MiB);
+	sefer_free(p);
+	/* small blocks only: malloc's slow path and emptied pages (heap_heartbeat) */
+	for (int round = 0; segtab_contains(seg); round++) {
+		for (int i = 0; i < N; i++)
+			blk[i] = sefer_malloc(16 + (size_t)(i % 64) * 16);
+		for (int i = 0; i < N; i++)
+			sefer_free(blk[i]);
+		if (segtab_contains(seg))
+			ck_assert_msg(sefer__os.clock_ms() < start + 20 * d + 2000,
+				      "a freed 3 MiB block still cached %llu ms later, small "
+				      "slow paths running", (unsigned long long)(sefer__os.clock_ms() - start));
+		else
+			early = sefer__os.clock_ms() < start + d;
+		decommit_sleep_ms(1);
+	}
+	ck_assert_msg(!early, "released before the purge delay (%llu ms)", (unsigned long long)d);
+	ck_assert_uint_ge(cache()->expired, 1);
+	sefer__opt.purge_delay_ms = delay;
 }
 END_TEST
 
@@ -957,6 +1082,8 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_budget_fifo);
 	tcase_add_test(tc, lc_decay);
 	tcase_add_test(tc, lc_decay_one);
+	tcase_add_test(tc, lc_expiry);
+	tcase_add_test(tc, lc_expiry_heartbeat);
 	tcase_add_test(tc, lc_admission);
 	tcase_add_test(tc, lc_env);
 	tcase_add_test(tc, lc_thread_exit);
