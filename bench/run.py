@@ -141,7 +141,7 @@ def probe_preload(bindir, alloc):
     prog = os.path.join(bindir or "", "steady")
     if not os.path.exists(prog):
         return None  # nothing to probe with: the runs themselves check every RESULT line
-    rc, _, _, out, err = spawn_wait([prog, "--ops", "10000"], alloc_env(alloc), 20)
+    rc, _, out, err = spawn_wait([prog, "--ops", "10000"], alloc_env(alloc), 20)
     if preload_failed(err):
         return "cannot be preloaded: " + err.strip().splitlines()[0][:100]
     if rc != 0:
@@ -499,7 +499,9 @@ def alloc_env(alloc, extra=None):
 
 def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE, cpus=None):
     """Run argv, on the CPUs in cpus if given (its affinity mask); return (rc, wall seconds,
-    ru_maxrss KiB, stdout, stderr)."""
+    stdout, stderr). No peak RSS: wait4's ru_maxrss of a child that execs is at least the high
+    water mark of the runner's copy the exec replaced (about 16 MiB); a program's own peak is
+    its VmHWM (the micro programs print it) or bench/peakrss's line (peakrss_split)."""
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     errf = tempfile.TemporaryFile()
     outf = tempfile.TemporaryFile() if stdout == subprocess.PIPE else stdout
@@ -511,7 +513,7 @@ def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE, cpus=None
         killer = threading.Timer(timeout, lambda: p.kill())
         killer.start()
         try:
-            _, status, ru = os.wait4(p.pid, 0)
+            _, status, _ = os.wait4(p.pid, 0)
         finally:
             killer.cancel()
         wall = time.perf_counter() - t0
@@ -526,7 +528,7 @@ def spawn_wait(argv, env, timeout, stdin=None, stdout=subprocess.PIPE, cpus=None
             out = outf.read().decode(errors="replace")
         if timed_out:
             rc = "timeout"
-        return rc, wall, ru.ru_maxrss, out, err
+        return rc, wall, out, err
     finally:
         if stdin:
             fin.close()
@@ -563,7 +565,7 @@ def calibrate_cpus(bindir, rounds=3):
     argv = [os.path.join(bindir, "steady"), "--threads", "1", "--ops", "4000000"]
     for _ in range(rounds):
         for c in cpus:
-            rc, _, _, out, _ = spawn_wait(argv, alloc_env(Alloc("glibc", None, "", "")), 30,
+            rc, _, out, _ = spawn_wait(argv, alloc_env(Alloc("glibc", None, "", "")), 30,
                                           cpus={c})
             m = re.search(r"ops_per_s=([\d.]+)", out)
             if rc == 0 and m:
@@ -623,7 +625,7 @@ def redis_cpu_sets():
 
 
 def run_micro(cfg, alloc, timeout):
-    rc, wall, rss, out, err = spawn_wait(cfg.argv, alloc_env(alloc), timeout,
+    rc, wall, out, err = spawn_wait(cfg.argv, alloc_env(alloc), timeout,
                                          cpus=single_cpu_set(cfg))
     if preload_failed(err):
         return Outcome(err="preload failed: " + err.strip().splitlines()[0][:100])
@@ -694,7 +696,7 @@ def run_redis(cfg, alloc, timeout):
                                                is not None else "timeout", err))
                 time.sleep(0.02)
             argv = cfg.argv + ["-p", str(port)]
-            rc, wall, _, out, err = spawn_wait(argv, alloc_env(Alloc(
+            rc, wall, out, err = spawn_wait(argv, alloc_env(Alloc(
                 "glibc", None, "", "")), timeout, cpus=client_cpus)
             if server.poll() is not None:
                 return Outcome(err="redis-server died: " +
@@ -737,7 +739,7 @@ def run_real(cfg, alloc, timeout, expect):
     extra = {"PYTHONMALLOC": "malloc"} if cfg.kind == "python" else {}
     # The rss spawn_wait returns is wait4's: the runner's own peak for a program that stays
     # below it (bench/peakrss.c says why). peakrss reports the program's.
-    rc, wall, _, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
+    rc, wall, out, err = spawn_wait(cfg.argv, alloc_env(alloc, extra),
                                        timeout, stdin=cfg.stdin, cpus=single_cpu_set(cfg))
     rss, err = peakrss_split(err)
     if preload_failed(err):

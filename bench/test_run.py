@@ -281,7 +281,7 @@ with tempfile.TemporaryDirectory() as d:
     run.SHARED_PEERS_DIR = shared
     owner = ["libc.so.6"]
     run.spawn_wait = lambda argv, env, timeout, **kw: (
-        0, 0.01, 1000, "RESULT bench=steady malloc=%s\n" % owner[0], "")
+        0, 0.01, "RESULT bench=steady malloc=%s\n" % owner[0], "")
     try:
         found, missing = run.discover(None, ["mimalloc3", "snmalloc"], fake_bin,
                                       {"snmalloc": os.path.join(d, "none", "libsn.so")})
@@ -307,7 +307,7 @@ if run.parse_peer_specs(["mi3=/a/libmimalloc3.so,sn=/b/libsnmalloc.so"]) != {
 saved = run.spawn_wait
 try:
     said = {"err": ""}
-    run.spawn_wait = lambda *a, **k: (0, 0.1, 1000, "RESULT ops_per_s=5.0 maxrss_kb=1700 "
+    run.spawn_wait = lambda *a, **k: (0, 0.1, "RESULT ops_per_s=5.0 maxrss_kb=1700 "
                                       "malloc=%s\n" % said["owner"], said["err"])
     micro = run.Config("micro", "bulk", "16B", 1, 0, ["bulk"])
     for name, owner, err, refused in (
@@ -325,13 +325,14 @@ try:
 finally:
     run.spawn_wait = saved
 
-# A real program's peak RSS is bench/peakrss's line, not wait4's figure (the runner's own peak
-# when the program's is lower: sqlite3 read 15.9 MiB under every allocator that way), and the
-# line is not the program's stderr; a run without the line is refused.
+# A real program's peak RSS is bench/peakrss's line (spawn_wait reports none: wait4's figure was
+# the runner's own peak when the program's is lower, and sqlite3 read 15.9 MiB under every
+# allocator that way), and the line is not the program's stderr; a run without the line is
+# refused.
 saved = run.spawn_wait
 try:
     said = {}
-    run.spawn_wait = lambda *a, **k: (0, 0.1, 16000, "out\n", said["err"])
+    run.spawn_wait = lambda *a, **k: (0, 0.1, "out\n", said["err"])
     real = run.Config("real", "sqlite3", "10k rows", 1, 0,
                       ["peakrss", "sqlite3"], kind="sqlite")
     for err, rss, refused in (("peakrss: maxrss_kb=9800\n", 9800, False),
