@@ -300,22 +300,16 @@ void sefer__purge_tail_recommit(struct page *pg, bool whole)
 }
 
 /*
- * The backoff level after a span takes the purged slots `purged` of seg, at level k: were
- * they purged too soon? k when not (purged by force, or longer ago than the longest delay).
+ * The backoff level when memory given back at `since` (ms; 0: by force) is wanted again at
+ * `now`, at level k: was it given back too soon? k when not (by force, or longer ago than the
+ * longest delay would have kept it).
  */
-static unsigned backoff_raised(const struct segment *seg, uint64_t purged, unsigned k,
-			       unsigned max, uint64_t now)
+static unsigned backoff_after(uint64_t since, unsigned k, unsigned max, uint64_t now)
 {
-	uint64_t base = sefer__purge_delay(NULL), delay = base << k, since = 0;
+	uint64_t base = sefer__purge_delay(NULL), delay = base << k;
 
 	if (!IS_ENABLED(CONFIG_DECOMMIT) || !base || delay_is_never(base) || k >= max)
 		return k;
-	for (uint64_t m = purged; m; m &= m - 1) {
-		uint64_t t = seg->pages[__builtin_ctzll(m)].slot_since;
-
-		if (t > since)
-			since = t;
-	}
 	if (!since || now >= since + (base << PURGE_BACKOFF_MAX))
 		return k; /* by force, or it stayed unused longer than any delay would keep it */
 	uint64_t idle = (now > since ? now - since : 0) + delay; /* how long it was free */
@@ -327,16 +321,46 @@ static unsigned backoff_raised(const struct segment *seg, uint64_t purged, unsig
 	return k;
 }
 
-/* A span of set takes the purged slots `purged` of seg: were they purged too soon? */
-void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg, uint64_t purged)
+/* The backoff level after a span takes the purged slots `purged` of seg, at level k. */
+static unsigned backoff_raised(const struct segment *seg, uint64_t purged, unsigned k,
+			       unsigned max, uint64_t now)
 {
-	uint64_t now = sefer__os.clock_ms();
-	unsigned k = backoff_raised(seg, purged, set->purge_backoff, PURGE_BACKOFF_MAX, now);
+	uint64_t since = 0;
 
+	for (uint64_t m = purged; m; m &= m - 1) {
+		uint64_t t = seg->pages[__builtin_ctzll(m)].slot_since;
+
+		if (t > since)
+			since = t;
+	}
+	return backoff_after(since, k, max, now);
+}
+
+static void set_backoff(struct segment_set *set, unsigned k, uint64_t now)
+{
 	if (k != set->purge_backoff) {
 		set->purge_backoff = k;
 		set->backoff_since = now;
 	}
+}
+
+/* A span of set takes the purged slots `purged` of seg: were they purged too soon? */
+void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg, uint64_t purged)
+{
+	uint64_t now = sefer__os.clock_ms();
+
+	set_backoff(set, backoff_raised(seg, purged, set->purge_backoff, PURGE_BACKOFF_MAX, now),
+		    now);
+}
+
+/*
+ * Memory a policy kept for set's heap and gave back at `since` (ms), once it had gone unused for
+ * the set's delay (heap_keep_aging), is wanted again at `now` (the policy's clock): the same
+ * rule as for the slots. The owner.
+ */
+void sefer__purge_backoff_wanted(struct segment_set *set, uint64_t since, uint64_t now)
+{
+	set_backoff(set, backoff_after(since, set->purge_backoff, PURGE_BACKOFF_MAX, now), now);
 }
 
 /*

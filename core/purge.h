@@ -38,6 +38,8 @@ SEFER_INTERNAL void sefer__purge_calm(struct segment_set *set, uint64_t now);
 SEFER_INTERNAL bool sefer__purge_deferred(struct segment_set *set, uint64_t now);
 SEFER_INTERNAL void sefer__purge_backoff_check(struct segment_set *set, struct segment *seg,
 					       uint64_t purged);
+SEFER_INTERNAL void sefer__purge_backoff_wanted(struct segment_set *set, uint64_t since,
+					       uint64_t now);
 /* the segments no heap owns (spares, abandoned): one process-wide deadline */
 SEFER_INTERNAL_EXTERN _Atomic(uint64_t) sefer__purge_at;
 SEFER_INTERNAL_EXTERN _Atomic(unsigned) sefer__unowned_backoff; /* their delay's backoff */

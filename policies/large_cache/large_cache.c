@@ -51,7 +51,11 @@
  *    collect(h, false) and before a miss maps. A segment's age counts from the first pass
  *    that saw it cached (seg->large_cached_ms, 0 until then; a segment appended starts at
  *    0), so a free and a hit read no clock and a segment goes one to two passes' spacing
- *    past a delay after its free. Stamps are non-decreasing from head to tail, zeros last;
+ *    past a delay after its free. Stamps are non-decreasing from head to tail, zeros last. A
+ *    miss soon after an expiry, for a request the released segment could have served (at most
+ *    twice its size), raises the heap's purge delay as a span taking slots purged too soon
+ *    does (expired_wanted; core/purge.c, "purge backoff"): a program that asks for its buffer
+ *    every 60 ms loses it once, not every time;
  *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
  *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
  *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
@@ -210,17 +214,23 @@ static void evict_oldest(struct large_cache_heap *c)
 /*
  * An aging pass (the invariants, "expiry"): release what stayed cached for h's purge delay
  * since a pass first saw it, stamp what no pass saw yet. Reads the clock only when something is
- * cached and the delay is not "never"; asks for the next pass while something stays.
+ * cached and the delay is not "never" (returns it, else 0); asks for the next pass while
+ * something stays.
  */
-static void expire(struct heap *h, struct large_cache_heap *c)
+static uint64_t expire(struct heap *h, struct large_cache_heap *c)
 {
 	uint64_t delay = sefer__purge_delay(&h->segments), now;
 	struct segment *s;
 
 	if (!c->count || delay_is_never(delay))
-		return;
+		return 0;
 	now = now_ms();
 	while ((s = c->head) && s->large_cached_ms && now >= s->large_cached_ms + delay) {
+		if (c->expired_ms != now)
+			c->expired_size = 0;
+		c->expired_ms = now;
+		if (s->size > c->expired_size)
+			c->expired_size = s->size;
 		release_oldest(c);
 		c->expired++;
 	}
@@ -228,6 +238,20 @@ static void expire(struct heap *h, struct large_cache_heap *c)
 		s->large_cached_ms = now ? now : 1;
 	if (c->count)
 		heap_keep_aging(h);
+	return now;
+}
+
+/*
+ * A miss for size bytes, after the last aging pass released a segment of up to twice that: it
+ * was released too soon (the backoff rule of the small pages' slots: core/purge.c, "purge
+ * backoff"), and the heap's purge delay, which ages the cache too, rises. Once per expiry.
+ */
+static void expired_wanted(struct heap *h, struct large_cache_heap *c, size_t size, uint64_t now)
+{
+	if (!c->expired_ms || size > 2 * c->expired_size)
+		return;
+	sefer__purge_backoff_wanted(&h->segments, c->expired_ms, now ? now : now_ms());
+	c->expired_ms = 0;
 }
 
 static uint64_t shrink(uint64_t excess, uint64_t steps)
@@ -441,6 +465,7 @@ static noinline struct segment *alloc_search(struct heap *h, size_t size, size_t
 	take_handoffs(h);
 	if (!c->count) {
 		c->misses++; /* a request the cache could not serve, empty or not */
+		expired_wanted(h, c, size, 0);
 		return NULL;
 	}
 	/* Newest first: its pages are the most likely to be warm in the caches and TLB. */
@@ -459,7 +484,9 @@ static noinline struct segment *alloc_search(struct heap *h, size_t size, size_t
 		return resized;
 	}
 	c->misses++;
-	expire(h, c); /* the core maps now: what aged out goes first (a clock read beside an mmap) */
+	/* the core maps now: what aged out goes first (a clock read beside an mmap), and what aged
+	 * out too soon raises the delay */
+	expired_wanted(h, c, size, expire(h, c));
 	/* The core maps `size` bytes now: the cache gives way first, so a program that frees a
 	 * buffer and asks for a bigger one peaks at live + the larger of the two, not both. The
 	 * newest segment stays if it is spared for a regrow (decay still ages it out). */

@@ -25,6 +25,8 @@ struct large_cache_heap {
 			    * DECAY_PENDING: started by the next call (see .c) */
 	uint64_t hits, misses, evictions, handoffs;
 	uint64_t expired; /* released after a purge delay unused (expire), not in evictions */
+	uint64_t expired_ms;  /* the last aging pass that released some (0: none since a miss) */
+	size_t expired_size;  /* the largest segment it released */
 	uint64_t resizes; /* requests served by resizing a cached segment (segment_resize_large) */
 	uint64_t regrows; /* realloc growths served with room to grow further (large_regrow) */
 };

@@ -660,6 +660,63 @@ START_TEST(lc_expiry)
 END_TEST
 
 /*
+ * A miss soon after an expiry, for a request the released segment could have served (up to twice
+ * its size), raises the heap's purge delay, which ages the cache: once per expiry; a request
+ * more than twice as large, or one after the longest delay, does not.
+ */
+START_TEST(lc_expiry_backoff)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms, t;
+	struct segment_set *set;
+	unsigned backoff;
+	uint64_t backoff_since;
+	void *p[3], *big;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	setup();
+	set = &heap_get()->segments;
+	backoff = set->purge_backoff;
+	backoff_since = set->backoff_since;
+	set->purge_backoff = 0;
+	sefer__opt.purge_delay_ms = 50;
+	sefer__large_cache_clock = fake_clock;
+	t = fake_now = 100000;
+	sefer_free(sefer_malloc(3 * MiB));
+	sefer__large_cache_collect(heap_get(), false);
+	fake_now = t + 50;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(cache()->count, 0); /* expired at t + 50 */
+	fake_now = t + 60;
+	big = sefer_malloc(7 * MiB); /* more than twice the 3 MiB segment: no sign */
+	ck_assert_uint_eq(set->purge_backoff, 0);
+	p[0] = sefer_malloc(3 * MiB); /* 10 ms after: free 60 ms, the delay goes to 200 ms */
+	ck_assert_uint_eq(sefer__purge_delay(set), 200);
+	p[1] = sefer_malloc(3 * MiB); /* once per expiry */
+	p[2] = sefer_malloc(3 * MiB);
+	ck_assert_uint_eq(sefer__purge_delay(set), 200);
+	for (int i = 0; i < 3; i++)
+		sefer_free(p[i]);
+	sefer__large_cache_collect(heap_get(), false);
+	fake_now = t + 60 + 199;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(cache()->count, 3); /* the raised delay ages the cache */
+	fake_now = t + 60 + 200;
+	sefer__large_cache_collect(heap_get(), false);
+	ck_assert_uint_eq(cache()->count, 0);
+	fake_now += 16 * 50; /* the longest delay later: not too soon */
+	p[0] = sefer_malloc(3 * MiB);
+	ck_assert_uint_eq(sefer__purge_delay(set), 200);
+	sefer_free(p[0]);
+	sefer_free(big);
+	sefer__large_cache_collect(heap_get(), true);
+	set->purge_backoff = backoff;
+	set->backoff_since = backoff_since;
+	sefer__opt.purge_delay_ms = delay;
+}
+END_TEST
+
+/*
  * The owner's heartbeat runs the aging passes: a thread that frees a large block and goes on
  * with small blocks only (their slow paths) gets it released a purge delay later (real clock),
  * not before.
@@ -1083,6 +1140,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_decay);
 	tcase_add_test(tc, lc_decay_one);
 	tcase_add_test(tc, lc_expiry);
+	tcase_add_test(tc, lc_expiry_backoff);
 	tcase_add_test(tc, lc_expiry_heartbeat);
 	tcase_add_test(tc, lc_admission);
 	tcase_add_test(tc, lc_env);
