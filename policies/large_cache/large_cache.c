@@ -633,7 +633,8 @@ void sefer__large_cache_heap_exit(struct heap *h)
 	atomic_fetch_add_explicit(&done_resizes, c->resizes, memory_order_relaxed);
 	atomic_fetch_add_explicit(&done_regrows, c->regrows, memory_order_relaxed);
 	c->hits = c->misses = c->evictions = c->expired = c->handoffs = c->resizes = c->regrows = 0;
-	c->decay_ms = 0;
+	c->decay_ms = c->expired_ms = 0;
+	c->expired_size = 0;
 }
 
 /*
