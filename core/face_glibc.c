@@ -141,7 +141,8 @@ static uint64_t env_purge_delay(void)
  * as sefer_option_set sets them (their origin becomes "API"). Returns 1 when the parameter is
  * known and its value valid, 0 otherwise (glibc returns 1 for an unknown one).
  * Honoured:
- *   M_TRIM_THRESHOLD  < 0 (glibc: no trimming): empty pages are never purged; 0: purged at
+ *   M_TRIM_THRESHOLD  < 0 (glibc: no trimming): empty pages are never purged, nor at thread
+ *                     exits (core/purge.c, "thread generations"); 0: purged at
  *                     once; > 0: after the default delay (SEFER_PURGE_DELAY_MS)
  *   M_CHECK_ACTION    bit 1 (abort) set: SEFER_ON_ERROR=abort, clear: warn (sefer always
  *                     prints the report)

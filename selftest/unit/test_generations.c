@@ -1201,6 +1201,42 @@ START_TEST(handoff_kept_for_the_next_generation)
 END_TEST
 
 /*
+ * With a delay of "never" (mallopt's M_TRIM_THRESHOLD < 0) a generation's last exit purges
+ * nothing, the program's first included, and dismantles no parked heap: the slots the worker
+ * emptied stay dirty for the next one. It used to purge everything at once.
+ */
+START_TEST(never_purges_at_last_exit)
+{
+	uint64_t base = sefer__opt.purge_delay_ms;
+	struct handoff_gen a = { 0 }, b = { 0 };
+	struct sefer_stats s0, s1;
+	struct segment *seg;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT) || !STATS)
+		return;
+	sefer_free(sefer_malloc(32)); /* this thread's heap: each worker is the last but one */
+	sefer_collect(true);	      /* no hand-off: the next last exit is a program's first */
+	sefer__opt.purge_delay_ms = PURGE_DELAY_NEVER;
+	handoff_left = NULL;
+	s0 = stats();
+	handoff_generation(&a);
+	s1 = stats();
+	seg = segment_of(handoff_left);
+	ck_assert_uint_eq(s1.purged, s0.purged);
+	ck_assert_uint_eq(s1.handoffs_kept, s0.handoffs_kept + 1);
+	ck_assert_msg(seg->dirty_pages != 0, "the exit purged the pages its worker emptied");
+	b.seg = seg;
+	handoff_generation(&b);
+	ck_assert_uint_eq(stats().purged, s0.purged);
+	ck_assert_msg(b.took_dirty, "the next worker did not reuse a dirty slot the last one left");
+	sefer_free(handoff_left);
+	sefer__opt.purge_delay_ms = base;
+	sefer_collect(true);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
  * A kept hand-off is bounded by what the next threads took of the last one (core/purge.c,
  * "thread generations"): one worker leaves 48 dirty slots of 64 KiB blocks, then workers that
  * each take a span or two of what was handed to them follow at once. With a delay no test waits
@@ -1519,6 +1555,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, partial_pages_taken_over);
 	tcase_add_test(tc, handoff_kept_for_the_next_generation);
 	tcase_add_test(tc, handoff_bounded_by_next_use);
+	tcase_add_test(tc, never_purges_at_last_exit);
 	tcase_add_test(tc, unowned_backoff_follows_reuse);
 	tcase_add_test(tc, running_heap_switches_to_parked);
 	tcase_add_test(tc, own_heap_does_not_switch);
