@@ -58,7 +58,8 @@
  *    every 60 ms loses it once, not every time;
  *  - a segment freed by a thread other than the one whose heap allocated it (seg->large_heap)
  *    is handed back to that heap: pushed on its inbox with one CAS (no lock), taken into the
- *    FIFO by the owner at its next large request, collect or exit. The inbox holds at most
+ *    FIFO by the owner at its next large request, collect (its heartbeat's too: the freeing
+ *    thread asks for it, heap_keep_aging) or exit. The inbox holds at most
  *    budget bytes (inbox_bytes; a push beyond it is refused);
  *  - the inbox lives in policy_heap_remote, which heap reuse does not reset, because a freeing
  *    thread may reach a heap through a stale large_heap: heap_exit closes it (exchange with
@@ -312,6 +313,7 @@ static bool hand_back(struct heap *owner, struct segment *s)
 		s->next = head;
 	} while (!atomic_compare_exchange_weak_explicit(&r->inbox, &head, s, memory_order_release,
 							memory_order_relaxed));
+	heap_keep_aging_remote(owner); /* its heartbeat takes the inbox, and ages what it took */
 	return true;
 refused:
 	atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);

@@ -1051,6 +1051,54 @@ START_TEST(lc_cross_thread)
 }
 END_TEST
 
+/*
+ * A block another thread frees goes to our inbox and asks for our heartbeat: a thread that goes
+ * on with small blocks only takes it into its cache there and releases it a purge delay later.
+ * Before, it waited in the inbox for our next large request, collect or exit.
+ */
+START_TEST(lc_handoff_aged_by_heartbeat)
+{
+	uint64_t delay = sefer__opt.purge_delay_ms, start, d;
+	enum { N = 4096 };
+	static void *blk[N];
+	struct heap *h;
+	pthread_t t;
+
+	if (!IS_ENABLED(CONFIG_DECOMMIT))
+		return;
+	setup();
+	sefer__opt.purge_delay_ms = 100;
+	h = heap_get();
+	void *p = sefer_malloc(3 * MiB);
+	struct segment *seg = segment_of(p);
+	uint64_t handoffs = cache()->handoffs, expired = cache()->expired;
+
+	memset(p, 1, 3 * MiB);
+	h->segments.policy_aging = false;
+	atomic_store(&h->aging_asked, false);
+	pthread_create(&t, NULL, free_other, p);
+	pthread_join(t, NULL);
+	ck_assert_ptr_eq(atomic_load(&h->policy_remote.large_cache.inbox), seg);
+	ck_assert(atomic_load(&h->aging_asked));
+	start = sefer__os.clock_ms();
+	d = sefer__purge_delay(&h->segments);
+	while (segtab_contains(seg)) {
+		for (int i = 0; i < N; i++)
+			blk[i] = sefer_malloc(16 + (size_t)(i % 64) * 16);
+		for (int i = 0; i < N; i++)
+			sefer_free(blk[i]);
+		ck_assert_msg(!segtab_contains(seg) ||
+				      sefer__os.clock_ms() < start + 20 * d + 2000,
+			      "a block handed back %llu ms ago still held, small slow paths running",
+			      (unsigned long long)(sefer__os.clock_ms() - start));
+		decommit_sleep_ms(1);
+	}
+	ck_assert_uint_eq(cache()->handoffs, handoffs + 1); /* taken by the heartbeat */
+	ck_assert_uint_eq(cache()->expired, expired + 1);
+	sefer__opt.purge_delay_ms = delay;
+}
+END_TEST
+
 static void *alloc_and_exit(void *arg)
 {
 	void **out = arg;
@@ -1147,6 +1195,7 @@ Suite *large_cache_suite(void)
 	tcase_add_test(tc, lc_thread_exit);
 	tcase_add_test(tc, lc_parked_cache_released_when_due);
 	tcase_add_test(tc, lc_cross_thread);
+	tcase_add_test(tc, lc_handoff_aged_by_heartbeat);
 	suite_add_tcase(s, tc);
 	return s;
 }
