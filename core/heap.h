@@ -85,10 +85,11 @@ struct heap {
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
-	/* another thread handed the heap's policies memory that ages (heap_keep_aging_remote):
-	 * the owner's heartbeat runs their collect. Beside what those threads write (the policies'
-	 * remote state), never reset (a stale one costs one collect) */
-	atomic_bool aging_asked;
+	/* a policy keeps memory of this heap that ages on the purge clock, or another thread
+	 * handed it some (heap_keep_aging): the owner's heartbeat runs the policies' collect(h,
+	 * false) while it is set. Beside what those threads write (the policies' remote state);
+	 * never reset (a stale one costs one collect) */
+	atomic_bool policy_aging;
 	struct policy_heap_remote policy_remote; /* what other threads reach: never reset */
 #if IS_ENABLED(CONFIG_HARDENED)
 	uint64_t shuffle; /* free-list shuffle generator state (page.c), owner-only */
@@ -206,29 +207,21 @@ SEFER_INTERNAL void sefer__heap_heartbeat(struct heap *heap);
 static inline void heap_heartbeat(struct heap *heap)
 {
 	if (purge_heartbeat_due(&heap->segments,
-				atomic_load_explicit(&heap->aging_asked, memory_order_relaxed)))
+				atomic_load_explicit(&heap->policy_aging, memory_order_relaxed)))
 		sefer__heap_heartbeat(heap);
 }
 
 /*
  * A policy keeps memory of heap that collect(heap, false) gives back once it aged (policy.h):
  * the owner's heartbeat runs that collect (and clears this) while it does, so the policy calls
- * it whenever it starts keeping some and at each collect that leaves some kept. A store into
- * the owner's own line: no clock read, nothing shared.
+ * it whenever it starts keeping some and at each collect that leaves some kept; another thread
+ * calls it after it handed heap's policy some (a segment pushed on its inbox), and since the
+ * owner clears it before its collect takes the inbox, no push is left unasked. Any thread: a
+ * relaxed store, no clock read.
  */
 static inline void heap_keep_aging(struct heap *heap)
 {
-	heap->segments.policy_aging = true;
-}
-
-/*
- * The same from another thread, after it handed heap's policy some (a segment pushed on its
- * inbox): a relaxed store after the push, into a field no reset writes; the owner clears it
- * before its collect takes the inbox, so a push is never left unasked.
- */
-static inline void heap_keep_aging_remote(struct heap *heap)
-{
-	atomic_store_explicit(&heap->aging_asked, true, memory_order_relaxed);
+	atomic_store_explicit(&heap->policy_aging, true, memory_order_relaxed);
 }
 SEFER_INTERNAL bool sefer__page_queue_usable(struct heap *heap, unsigned bin);
 SEFER_INTERNAL bool sefer__page_queue_freed(struct heap *heap, unsigned bin);

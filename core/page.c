@@ -452,10 +452,9 @@ void sefer__heap_heartbeat(struct heap *heap)
 		set->kept_until = 0;
 		page_give_back_kept(heap, 0); /* every bin's */
 	}
-	if (set->policy_aging || atomic_load_explicit(&heap->aging_asked, memory_order_relaxed)) {
+	if (atomic_load_explicit(&heap->policy_aging, memory_order_relaxed)) {
 		/* set again by a policy that still keeps some, or a thread that hands it some */
-		set->policy_aging = false;
-		atomic_store_explicit(&heap->aging_asked, false, memory_order_relaxed);
+		atomic_store_explicit(&heap->policy_aging, false, memory_order_relaxed);
 		sefer__policy_collect_all(heap, false);
 	}
 	sefer__purge_pass(set, false, true);

@@ -43,8 +43,8 @@
  *                       owner's heartbeat (every 64th slow path that takes no span, core/heap.h)
  *                       while the policy keeps memory that ages: it calls heap_keep_aging(h)
  *                       when it starts keeping some and at each collect that leaves some,
- *                       and another thread that hands h's policy some calls
- *                       heap_keep_aging_remote(h) after it did.
+ *                       and another thread that hands h's policy some calls it after it
+ *                       did.
  *                       Owner thread (or the holder of a parked heap), no lock held; the heap
  *                       stays in use.
  *   small_alloc(h, sz)  HOT, owner thread, no lock: a block of bin_block_size(bin(sz))

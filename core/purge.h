@@ -74,17 +74,18 @@ static inline bool purge_pending(const struct segment_set *set)
  * The owner's slow paths that take no span look at the deadlines too: a page emptied
  * (page_retire) and malloc's slow path, every PURGE_BEAT-th of them while a deadline is
  * pending, its dirty slots' or its kept pages' (set->kept_until; one clock read:
- * heap_heartbeat, core/heap.h), or while a policy keeps memory that ages (set->policy_aging,
- * heap_keep_aging; asked: another thread handed it some). Without them a thread that freed a phase's memory and went on in the
- * pages it had, taking no span, never purged it: 400,000 blocks of 48 B freed, then a second
- * of malloc/free of a few blocks, kept all 23 MiB resident (Documentation/decommit.rst).
+ * heap_heartbeat, core/heap.h), or while a policy keeps memory that ages (aging: the heap's
+ * policy_aging, heap_keep_aging). Without them a thread that freed a phase's memory and went
+ * on in the pages it had, taking no span, never purged it: 400,000 blocks of 48 B freed, then
+ * a second of malloc/free of a few blocks, kept all 23 MiB resident
+ * (Documentation/decommit.rst).
  */
 #define PURGE_BEAT 64
 
-static inline bool purge_heartbeat_due(struct segment_set *set, bool asked)
+static inline bool purge_heartbeat_due(struct segment_set *set, bool aging)
 {
 	return IS_ENABLED(CONFIG_DECOMMIT) &&
-	       unlikely(purge_pending(set) || set->kept_until || set->policy_aging || asked) &&
+	       unlikely(purge_pending(set) || set->kept_until || aging) &&
 	       !(++set->purge_beat & (PURGE_BEAT - 1));
 }
 

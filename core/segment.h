@@ -354,9 +354,6 @@ struct segment_set {
 	/* ms from which the owner's kept empty pages are given back (core/page.c), 0 = none
 	 * kept since: the heartbeat runs while it is set (purge_heartbeat_due) */
 	uint64_t kept_until;
-	/* a policy keeps memory of this heap that ages on the purge clock (heap_keep_aging): the
-	 * heartbeat runs while it is set, and runs the policies' collect(h, false) */
-	bool policy_aging;
 };
 
 /*

@@ -226,14 +226,17 @@ static uint64_t expire(struct heap *h, struct large_cache_heap *c)
 	if (!c->count || delay_is_never(delay))
 		return 0;
 	now = now_ms();
+	size_t largest = 0;
+
 	while ((s = c->head) && s->large_cached_ms && now >= s->large_cached_ms + delay) {
-		if (c->expired_ms != now)
-			c->expired_size = 0;
-		c->expired_ms = now;
-		if (s->size > c->expired_size)
-			c->expired_size = s->size;
+		if (s->size > largest)
+			largest = s->size;
 		release_oldest(c);
 		c->expired++;
+	}
+	if (largest) { /* expired_wanted's: this pass released some */
+		c->expired_ms = now;
+		c->expired_size = largest;
 	}
 	for (s = c->tail; s && !s->large_cached_ms; s = s->prev)
 		s->large_cached_ms = now ? now : 1;
@@ -313,7 +316,7 @@ static bool hand_back(struct heap *owner, struct segment *s)
 		s->next = head;
 	} while (!atomic_compare_exchange_weak_explicit(&r->inbox, &head, s, memory_order_release,
 							memory_order_relaxed));
-	heap_keep_aging_remote(owner); /* its heartbeat takes the inbox, and ages what it took */
+	heap_keep_aging(owner); /* its heartbeat takes the inbox, and ages what it took */
 	return true;
 refused:
 	atomic_fetch_sub_explicit(&r->inbox_bytes, s->size, memory_order_relaxed);

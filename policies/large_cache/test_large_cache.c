@@ -606,7 +606,7 @@ START_TEST(lc_expiry)
 	uint64_t d = sefer__purge_delay(&heap_get()->segments); /* with the heap's backoff */
 
 	sefer_free(a);
-	ck_assert(heap_get()->segments.policy_aging); /* the heartbeat runs while it is cached */
+	ck_assert(atomic_load(&heap_get()->policy_aging)); /* the heartbeat runs while it is cached */
 	sefer__large_cache_collect(heap_get(), false); /* the first pass: a's age starts */
 	ck_assert_uint_eq(sa->large_cached_ms, 10000);
 	fake_now += d / 2;
@@ -623,7 +623,7 @@ START_TEST(lc_expiry)
 	ck_assert(cached(b));
 	ck_assert_uint_eq(c->expired, expired + 1);
 	ck_assert_uint_eq(c->evictions, evictions); /* counted apart */
-	ck_assert(heap_get()->segments.policy_aging);
+	ck_assert(atomic_load(&heap_get()->policy_aging));
 	/* a hit and a free start b's age again */
 	fake_now = 10000 + d / 2 + d - 1;
 	void *b2 = sefer_malloc(5 * MiB);
@@ -643,9 +643,9 @@ START_TEST(lc_expiry)
 	ck_assert(!segtab_contains(sb));
 	ck_assert_uint_eq(c->expired, expired + 2);
 	/* the heartbeat's request ends with the cache */
-	heap_get()->segments.policy_aging = false;
+	atomic_store(&heap_get()->policy_aging, false);
 	sefer__large_cache_collect(heap_get(), false);
-	ck_assert(!heap_get()->segments.policy_aging);
+	ck_assert(!atomic_load(&heap_get()->policy_aging));
 	/* "never": kept however long */
 	sefer__opt.purge_delay_ms = PURGE_DELAY_NEVER;
 	sefer_free(sefer_malloc(3 * MiB));
@@ -1074,12 +1074,11 @@ START_TEST(lc_handoff_aged_by_heartbeat)
 	uint64_t handoffs = cache()->handoffs, expired = cache()->expired;
 
 	memset(p, 1, 3 * MiB);
-	h->segments.policy_aging = false;
-	atomic_store(&h->aging_asked, false);
+	atomic_store(&h->policy_aging, false);
 	pthread_create(&t, NULL, free_other, p);
 	pthread_join(t, NULL);
 	ck_assert_ptr_eq(atomic_load(&h->policy_remote.large_cache.inbox), seg);
-	ck_assert(atomic_load(&h->aging_asked));
+	ck_assert(atomic_load(&h->policy_aging));
 	start = sefer__os.clock_ms();
 	d = sefer__purge_delay(&h->segments);
 	while (segtab_contains(seg)) {
