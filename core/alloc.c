@@ -53,6 +53,8 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 	bool fresh = pg->is_zero;
 
 	alloc_from_page(heap, pg, b, block_next(pg, b));
+	if (PAGE_FIRST_UNCOUNTED && !pg->uncounted) /* never: pg is its queue's first */
+		pg->used++;
 	if (zero) {
 		if (fresh) {	/* carved from zeroed memory: only the link and the mark written */
 			b->next = 0;

@@ -42,15 +42,18 @@ SEFER_INTERNAL void sefer__large_release(struct segment *seg);
 
 /*
  * Pop b, pg's first free block, whose successor is next; the whole block becomes the program's
- * (core/annotate.h). next is prefetched for the next pop's link load and mark store: a block
- * another CPU freed last is a miss there otherwise (Documentation/benchmarks.rst).
+ * (core/annotate.h). pg is the first page of its bin queue, uncounted: no count (core/block.h;
+ * memory-checker builds count every page). next is prefetched for the next pop's link load and
+ * mark store: a block another CPU freed last is a miss there otherwise (Documentation/
+ * benchmarks.rst).
  */
 static always_inline void *alloc_from_page(struct heap *heap, struct page *pg, struct block *b,
 					   struct block *next)
 {
 	prefetch_for_write(next);
 	pg->free = next;
-	pg->used++; /* the blocks handed out (segment.h) */
+	if (!PAGE_FIRST_UNCOUNTED) /* else the page is its queue's first, uncounted (block.h) */
+		pg->used++;
 	block_clear_mark(b);
 	heap_stat_call(heap, mallocs);
 	annotate_block_alloc(b, pg->block_size);
@@ -133,7 +136,9 @@ static always_inline void *sefer_malloc_inline(size_t size)
  * the call. A vector grown by doubling empties its old block's page at every realloc (the
  * page's one block), and that page is the first of its queue: 8 instructions per realloc,
  * 3% of vecgrow's CPU time (Documentation/benchmarks.rst). The free fast path leaves the
- * test to page_retire(): its budget (check-fastpath) has no room for it.
+ * test to page_retire(): its budget (check-fastpath) has no room for it. Where the first page
+ * is uncounted (block.h) its count running out is no emptying, and the call it asks for is
+ * its heartbeat: no test.
  */
 static always_inline void free_held_block(struct page *pg, struct block *b, bool first_test)
 {
@@ -144,7 +149,8 @@ static always_inline void free_held_block(struct page *pg, struct block *b, bool
 	if (policy_small_free(heap, pg, b))
 		return;
 	heap_stat_call(heap, frees);
-	if (page_free_push(pg, b, true) && (!first_test || heap->bins[pg->bin].first != pg))
+	if (page_free_push(pg, b, true) &&
+	    (PAGE_FIRST_UNCOUNTED || !first_test || heap->bins[pg->bin].first != pg))
 		sefer__page_emptied(pg); /* into seg's owner (heap, or first-class) */
 }
 

@@ -492,4 +492,76 @@ static always_inline bool page_free_push(struct page *pg, struct block *b, bool 
 	return unlikely(--pg->used == 0);
 }
 
+/*
+ * ---- the uncounted first page ----
+ * A read-modify-write of used on every malloc was 4-7% of a malloc/free loop's time (steady at
+ * one thread: Documentation/benchmarks.rst), so the first page of a bin queue counts nothing
+ * when malloc pops: it is the only page malloc pops from (the direct table's, page_find's
+ * answer moved to the front, a lender's). Its free fast path still counts down, from
+ * UNCOUNTED_BASE: at 0 it takes the slow call a page that empties takes (page_emptied), which
+ * starts the count again and beats the heap's heartbeat (heap_heartbeat), so a thread that
+ * mallocs and frees in its first pages only still gives back what its purge deadlines make
+ * due, as it did when that page emptied. Its blocks handed out are reserved minus the length of its free list: page_used() walks
+ * it where a figure is needed (at most capacity links: a heap's slow paths, the statistics,
+ * the checks), and page_count() settles it into used when the page leaves the front of its
+ * queue (the queue functions, page.c), so every other page is counted exactly as it was.
+ * Builds for a memory checker count every page: another thread's statistics would read the
+ * free blocks of a first page, which the checker owns (core/inuse.c).
+ */
+#define PAGE_FIRST_UNCOUNTED (!IS_ENABLED(CONFIG_VALGRIND) && !IS_ENABLED(CONFIG_SANITIZE_ADDRESS))
+#define UNCOUNTED_BASE ((uint32_t)1024) /* frees per slow call: 64 calls per heartbeat */
+
+/* The length of pg's free list, counted up to max links. */
+static inline uint32_t page_free_len_upto(const struct page *pg, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (const struct block *b = pg->free; b && n < max; b = block_next(pg, b))
+		n++;
+	return n;
+}
+
+/* The length of pg's free list: at most reserved + 1 links (a longer one is a cycle). */
+static inline uint32_t page_free_len(const struct page *pg)
+{
+	return page_free_len_upto(pg, pg->reserved + 1);
+}
+
+/* The free blocks of pg, up to max: a counted page's figure, an uncounted one's bounded walk. */
+static inline uint32_t page_free_upto(const struct page *pg, uint32_t max)
+{
+	if (PAGE_FIRST_UNCOUNTED && pg->uncounted)
+		return page_free_len_upto(pg, max);
+	return pg->reserved - pg->used;
+}
+
+/* The blocks of pg handed out (segment.h): used, or for an uncounted page the walk. Owner. */
+static inline uint32_t page_used(const struct page *pg)
+{
+	if (PAGE_FIRST_UNCOUNTED && pg->uncounted) {
+		uint32_t n = page_free_len(pg);
+
+		return n < pg->reserved ? pg->reserved - n : 0;
+	}
+	return pg->used;
+}
+
+/* pg becomes the first page of its bin queue: uncounted from now. Owner. */
+static inline void page_uncount(struct page *pg)
+{
+	if (PAGE_FIRST_UNCOUNTED && !pg->uncounted) {
+		pg->uncounted = 1;
+		pg->used = UNCOUNTED_BASE;
+	}
+}
+
+SEFER_INTERNAL void sefer__page_settle(struct page *pg);
+
+/* pg stops being the first page of its queue (or leaves its heap): counted again. Owner. */
+static always_inline void page_count(struct page *pg)
+{
+	if (PAGE_FIRST_UNCOUNTED && pg->uncounted)
+		sefer__page_settle(pg); /* page.c: out of line, in the hot text */
+}
+
 #endif

@@ -52,11 +52,12 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 			problem(c, "page map does not point at the span head", &seg->pages[i]);
 	if (pg->block_size != bin_block_size(pg->bin) ||
 	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||
-	    pg->used > pg->reserved)
+	    page_used(pg) > pg->reserved)
 		problem(c, "page descriptor inconsistent", pg);
 	size_t pending_free = 0, nfree = walk_list(c, pg, pg->free, &pending_free);
 
-	if (nfree + pg->used != pg->reserved)
+	/* an uncounted page's figure is this walk (block.h): its test is the marks' below */
+	if (nfree + page_used(pg) != pg->reserved)
 		problem(c, "free list + used blocks differ from carved blocks", pg);
 	/* a local free into a full page takes it out of the full queue (page_unfull) */
 	if ((pg->flags & PAGE_FULL) && (pg->free || pg->reserved != pg->capacity))
@@ -71,7 +72,7 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 		live += block_live(b) + block_pending(b);
 	}
 	live -= pending_free;
-	if (!policy_keeps_small_blocks() && live != pg->used)
+	if (!policy_keeps_small_blocks() && live != page_used(pg))
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||
 	    pg->fast_limit != page_fast_limit(pg))

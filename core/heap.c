@@ -158,10 +158,18 @@ void sefer__heap_drain_delayed(struct heap *heap)
  * walk, once the page's free list is empty. Collecting it here walked every pushed block (to
  * link it behind the free list), a cache miss each, and malloc missed on them again later:
  * threadgen at 4 threads spent 2.4% of its time in those walks, at each generation's last
- * exit. A list of unknown length is collected. Its bins' direct entries are updated.
+ * exit. A list of unknown length is collected. The first page of each bin is uncounted
+ * (block.h): whether it is empty takes a walk of its free list, made whole with collect_all and
+ * up to first_walk links without; a longer list leaves the page as it is, for the heap's next
+ * owner to allocate from first or for the parked heaps' pass after the purge delay, which walks
+ * it whole (core/purge.c). Walked whole at every park, a thread that lived for a short round
+ * spent 13-15% of larson-rounds' time there. Its bins' direct entries are updated. Returns
+ * whether a first page was left unwalked.
  */
-void sefer__heap_release_empty(struct heap *heap, bool collect_all)
+bool sefer__heap_release_empty(struct heap *heap, bool collect_all, uint32_t first_walk)
 {
+	bool unwalked = false;
+
 	for (unsigned bin = 1; bin < NBINS; bin++) {
 		struct page *pg, *next;
 
@@ -170,9 +178,14 @@ void sefer__heap_release_empty(struct heap *heap, bool collect_all)
 				xt_count(atomic_load_explicit(&pg->xthread, memory_order_relaxed));
 
 			next = pg->next;
-			if (collect_all || n == XT_COUNT_UNKNOWN || n >= pg->used)
+			if (PAGE_FIRST_UNCOUNTED && pg->uncounted && !collect_all &&
+			    pg->reserved > first_walk) {
+				unwalked = true; /* too long a walk here: the first page stays */
+				continue;
+			}
+			if (collect_all || n == XT_COUNT_UNKNOWN || n >= page_used(pg))
 				sefer__page_collect_xthread(pg, (uintptr_t)-1);
-			if (pg->used == 0) {
+			if (page_used(pg) == 0) {
 				sefer__queue_remove(&heap->bins[bin], pg);
 				sefer__span_free(&heap->segments, pg);
 			}
@@ -180,6 +193,7 @@ void sefer__heap_release_empty(struct heap *heap, bool collect_all)
 		sefer__heap_direct_update(heap, bin);
 	}
 	heap->segments.kept_until = 0; /* none kept now */
+	return unwalked;
 }
 
 /* Collect every page's frees, release empty pages, purge (all pending with force). */
@@ -187,7 +201,7 @@ void sefer__heap_collect(struct heap *heap, bool force)
 {
 	remote_flush(&heap_get()->remote); /* the caller's frees into other heaps, too */
 	sefer__heap_drain_delayed(heap);
-	sefer__heap_release_empty(heap, true);
+	sefer__heap_release_empty(heap, true, UINT32_MAX);
 	sefer__policy_collect_all(heap, force);
 	sefer__purge_pass(&heap->segments, force, false); /* forced: parked heaps dismantled */
 }
@@ -296,7 +310,11 @@ static void heap_dismantle(struct heap *heap)
 	}
 	sefer__policy_heap_exit_all(heap);
 	heap->policy_kept_until = 0;
-	sefer__heap_release_empty(heap, true); /* segments it empties become spares (!live) */
+	heap->first_kept_until = 0;
+	sefer__heap_release_empty(heap, true, UINT32_MAX); /* its emptied segments: spares */
+	for (unsigned bin = 1; bin < NBINS; bin++) /* the pages leave their queues: counted */
+		if (heap->bins[bin].first)
+			page_count(heap->bins[bin].first);
 	sefer__set_cache_to_spares(&heap->segments);
 	/* 4. What still holds live blocks goes to the abandoned list, dirty slots and all. */
 	sefer__set_abandon(&heap->segments);
@@ -367,11 +385,14 @@ static always_inline bool heap_park(struct heap *heap)
 	if (__atomic_load_n(&sefer__nparked, __ATOMIC_RELAXED) >= max)
 		return false;
 	sefer__heap_drain_delayed(heap);
-	sefer__heap_release_empty(heap, false);
+	/* a first page too long to walk here: for the next owner, or walked after the delay */
+	heap->first_kept_until = sefer__heap_release_empty(heap, false, RELEASE_FIRST_WALK) ?
+					 sefer__purge_kept_until() : 0;
 	sefer__purge_span_tails(&heap->segments); /* core/purge.c, "span tails" */
 	/* the policies keep what the next owner can use (its large cache), until a deadline */
 	heap->policy_kept_until = sefer__policy_heap_park_all(heap) ? sefer__purge_kept_until() : 0;
-	due = deadline_first(heap->segments.next_purge, heap->policy_kept_until);
+	due = deadline_first(deadline_first(heap->segments.next_purge, heap->policy_kept_until),
+			     heap->first_kept_until);
 	spin_lock(&pool_lock);
 	if (sefer__nparked >= max) {
 		spin_unlock(&pool_lock);
@@ -425,6 +446,7 @@ static always_inline struct heap *parked_take(struct heap **link) __releases(poo
 	if (heap) {
 		heap->taken_over = true;
 		heap->policy_kept_until = 0; /* what the policies kept is the new owner's */
+		heap->first_kept_until = 0;  /* its first pages too */
 		stat_add(&sefer__gstats.parked, NULL, -1);
 		sefer__purge_handoff_taken();
 	}
@@ -587,7 +609,7 @@ void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg)
 		sefer__heap_direct_update(heap, pg->bin);
 	}
 	for_each_span(seg, pg, idx) {
-		if (pg->used == 0 && seg->used_pages > pg->span) {
+		if (page_used(pg) == 0 && seg->used_pages > pg->span) {
 			sefer__queue_remove(&heap->bins[pg->bin], pg);
 			sefer__heap_direct_update(heap, pg->bin);
 			sefer__span_free(&heap->segments, pg);

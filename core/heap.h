@@ -82,6 +82,9 @@ struct heap {
 	 * heap's dismantling releases it (no decommit, or a delay of never). Written by whoever
 	 * holds the heap (its exiting thread, a pass, its next owner). */
 	uint64_t policy_kept_until;
+	/* parked with a first page its exit did not walk (heap_release_empty): the ms from which
+	 * the purge walks it whole (parked_purge_due); 0 if none. Written as policy_kept_until. */
+	uint64_t first_kept_until;
 	struct segment_set segments; /* its small segments (segment.c, span.c, purge.c) */
 	struct heap_stats stats;
 	struct policy_heap policy; /* per-heap state of the enabled policies */
@@ -163,7 +166,10 @@ SEFER_INTERNAL void sefer__heap_adopt_segment(struct heap *heap, struct segment 
 SEFER_INTERNAL void sefer__heap_direct_update(struct heap *heap, unsigned bin);
 SEFER_INTERNAL void sefer__heap_drain_delayed(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_collect(struct heap *heap, bool force);
-SEFER_INTERNAL void sefer__heap_release_empty(struct heap *heap, bool collect_all);
+SEFER_INTERNAL bool sefer__heap_release_empty(struct heap *heap, bool collect_all,
+					     uint32_t first_walk);
+/* The links of a first page's free list a thread's exit walks to find it empty (heap.c). */
+#define RELEASE_FIRST_WALK 16
 /* Parked heaps (heap.c): a pass over them, their dismantling (core/purge.c's passes). */
 SEFER_INTERNAL uint64_t sefer__parked_each(uint64_t (*fn)(struct heap *heap, void *arg),
 					   void *arg);
@@ -191,9 +197,9 @@ SEFER_INTERNAL_EXTERN unsigned sefer__nparked; /* parked heaps (a hint, read rel
 SEFER_INTERNAL bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag);
 SEFER_INTERNAL void sefer__page_retire(struct heap *heap, struct page *pg);
 /*
- * A bin with an empty first page keeps this many bytes of emptied spans more (page_retire),
- * counted over at most KEPT_SCAN_PAGES pages behind the first (a longer queue keeps none),
- * for a purge delay after the first of them was kept (segment_set.kept_until).
+ * A bin keeps this many bytes of emptied spans behind its first page (page_retire), at the back
+ * of its queue, counted over at most KEPT_SCAN_PAGES of them (more keep nothing more), for a
+ * purge delay after the first of them was kept (segment_set.kept_until).
  */
 #define KEPT_EMPTY_BYTES ((size_t)1 << 20)
 #define KEPT_SCAN_PAGES 32

@@ -515,7 +515,7 @@ void sefer__heaps_orphan_children(struct heap *home)
 		next = heap->fc.next_child;
 		heap->fc.next_child = heap->fc.prev_child = NULL;
 		sefer__heap_drain_delayed(heap);
-		sefer__heap_release_empty(heap, true);
+		sefer__heap_release_empty(heap, true, UINT32_MAX);
 		sefer__policy_heap_exit_all(heap);
 		sefer__set_cache_to_spares(&heap->segments);
 		if (IS_ENABLED(CONFIG_DECOMMIT))

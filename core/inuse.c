@@ -4,7 +4,9 @@
  *
  * A small span's descriptor already counts its blocks handed out (page->used, segment.h), so
  * the blocks in use are the sum of used over every span of every live segment, and their bytes
- * used * block_size; a large segment holds one block, in use while large_live is set. The walk
+ * used * block_size; a large segment holds one block, in use while large_live is set. The first
+ * page of each bin queue counts nothing (core/block.h): its figure is reserved minus the length
+ * of its free list, walked (inuse_uncounted). The walk
  * goes through the segment registry (core/sync.h) inside one read-side critical section, so no
  * segment it reads is unmapped under it. A span of another thread's heap changes while it is
  * read: each field is read once, relaxed, and the sum is a snapshot of a moving heap, exact
@@ -31,6 +33,7 @@
  * the header of every large segment: about 20 us per 100 segments, read from other threads'
  * caches (selftest/stats/query_cost.c; sefer(3)).
  */
+#include "core/block.h"
 #include "core/heap.h"
 #include "core/stats.h"
 #include "core/sync.h"
@@ -65,6 +68,39 @@ static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 						      memory_order_relaxed));
 }
 
+/*
+ * The blocks pg's heap handed out when pg is the first page of its bin queue, uncounted
+ * (block.h): reserved minus the length of its free list. The owner's walk is exact. Another
+ * thread's follows links the owner may be rewriting, so each is read once and followed only
+ * to the start of a carved block of pg (never out of its span), at most reserved of them: a
+ * snapshot of a running heap, like the rest (memory-checker builds count every page).
+ */
+INUSE_RACY static uint32_t inuse_uncounted(const struct page *pg, struct heap *owner,
+					   uint32_t reserved)
+{
+	const struct block *b = INUSE_READ(pg->free);
+	uint64_t magic = INUSE_READ(pg->div_magic), limit;
+	uint32_t bs = INUSE_READ(pg->block_size), n = 0;
+	uintptr_t start = page_start_addr(pg);
+
+	if (owner == sefer__heap)
+		return page_used(pg);
+	limit = (uint64_t)reserved * (uint64_t)(bs * magic);
+	if (b && ((uintptr_t)b - start) * magic >= limit)
+		return reserved; /* caught mid-change */
+	while (b && n < reserved) {
+		uintptr_t next = INUSE_READ(b->next);
+
+		n++;
+		if (IS_ENABLED(CONFIG_HARDENED))
+			next ^= sefer__list_key ^ ((uintptr_t)b >> 4);
+		if (next && (next - start) * magic >= limit)
+			break;
+		b = (const struct block *)next;
+	}
+	return reserved - n;
+}
+
 INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct heap *owner)
 {
 	uint64_t bytes = 0, blocks = 0, tails = 0;
@@ -81,6 +117,11 @@ INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct 
 		}
 		used = INUSE_READ(pg->used);
 		cap = INUSE_READ(pg->capacity);
+		if (PAGE_FIRST_UNCOUNTED && INUSE_READ(pg->uncounted)) {
+			uint32_t reserved = INUSE_READ(pg->reserved);
+
+			used = inuse_uncounted(pg, owner, reserved < cap ? reserved : cap);
+		}
 		bin = INUSE_READ(pg->bin);
 		if (used > cap) /* a descriptor caught while it was set up for another span */
 			used = cap;

@@ -36,15 +36,47 @@
  */
 #define EXTEND_BYTES ((size_t)4 << 10)
 
+/* page_count()'s walk: used becomes the figure, and pg a counted page. */
+void sefer__page_settle(struct page *pg)
+{
+	pg->used = page_used(pg);
+	pg->uncounted = 0;
+}
+
+/*
+ * The first page of a bin queue is uncounted, every other page counted (block.h): these three
+ * keep it so as pages come and go, and point the direct table of pg's heap (pg: the page
+ * pushed or removed) at the new first page at once, for malloc's fast path counts nothing: a
+ * slot left at a page no longer first (a page_borrow() answer after a page went to the full
+ * queue, and that page back behind another) had malloc hand out blocks its count never saw.
+ * A page of the full queue (PAGE_FULL) is always counted; page_to_full() sets the flag before
+ * it queues the page there.
+ */
+static void queue_first_changed(struct page_queue *q, struct page *pg)
+{
+	struct heap *heap;
+
+	if (q->first && !(q->first->flags & PAGE_FULL))
+		page_uncount(q->first);
+	if (pg->flags & PAGE_FULL)
+		return; /* the full queue */
+	heap = atomic_load_explicit(&segment_of(pg)->owner, memory_order_relaxed);
+	if (owner_is_heap(heap))
+		sefer__heap_direct_update(heap, pg->bin);
+}
+
 void sefer__queue_push_front(struct page_queue *q, struct page *pg)
 {
 	pg->prev = NULL;
 	pg->next = q->first;
-	if (q->first)
+	if (q->first) {
+		page_count(q->first);
 		q->first->prev = pg;
-	else
+	} else {
 		q->last = pg;
+	}
 	q->first = pg;
+	queue_first_changed(q, pg);
 }
 
 void sefer__queue_push_back(struct page_queue *q, struct page *pg)
@@ -56,12 +88,15 @@ void sefer__queue_push_back(struct page_queue *q, struct page *pg)
 	else
 		q->first = pg;
 	q->last = pg;
+	if (q->first == pg)
+		queue_first_changed(q, pg);
 }
 
 void sefer__queue_remove(struct page_queue *q, struct page *pg)
 {
 	sefer_assert(pg->prev ? pg->prev->next == pg : q->first == pg); /* pg is in q */
 	sefer_assert(pg->next ? pg->next->prev == pg : q->last == pg);
+	page_count(pg);
 	if (pg->prev)
 		pg->prev->next = pg->next;
 	else
@@ -70,6 +105,8 @@ void sefer__queue_remove(struct page_queue *q, struct page *pg)
 		pg->next->prev = pg->prev;
 	else
 		q->last = pg->prev;
+	if (!pg->prev)
+		queue_first_changed(q, pg);
 	pg->next = pg->prev = NULL;
 }
 
@@ -85,6 +122,8 @@ static inline __attribute__((__unused__)) bool page_counts_agree(const struct pa
 
 	for (const struct block *b = pg->free; b && n <= pg->reserved; b = block_next(pg, b))
 		n++;
+	if (PAGE_FIRST_UNCOUNTED && pg->uncounted)
+		return n <= pg->reserved;
 	return pg->used <= pg->reserved && pg->used + n == pg->reserved;
 }
 
@@ -271,8 +310,10 @@ bool sefer__page_collect_xthread(struct page *pg, uintptr_t new_tag)
 		block_set_next(last, pg->free);
 	}
 	pg->free = head;
-	sefer_assert(n <= pg->used); /* the pending blocks were counted as handed out */
-	pg->used -= n; /* handed out until now: pending (segment.h) */
+	if (!(PAGE_FIRST_UNCOUNTED && pg->uncounted)) { /* else no count (block.h) */
+		sefer_assert(n <= pg->used); /* the pending blocks were counted as handed out */
+		pg->used -= n;		     /* handed out until now: pending (segment.h) */
+	}
 	page_clear_zero(pg);
 	sefer_assert_expensive(page_counts_agree(pg));
 	return true;
@@ -287,7 +328,7 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 	uintptr_t old = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
 	/* nothing to allocate: no free block, nothing left to carve, so every block is out */
-	sefer_assert(!pg->free && pg->reserved == pg->capacity && pg->used == pg->reserved);
+	sefer_assert(!pg->free && pg->reserved == pg->capacity && page_used(pg) == pg->reserved);
 	sefer_assert(!(pg->flags & PAGE_FULL));
 
 	for (;;) {
@@ -306,9 +347,9 @@ static bool page_to_full(struct heap *heap, struct page *pg)
 							  memory_order_relaxed))
 			break;
 	}
-	sefer__queue_remove(&heap->bins[pg->bin], pg);
+	sefer__queue_remove(&heap->bins[pg->bin], pg); /* counted: it was the first, or behind */
+	page_set_full(pg);			      /* before: the full queue counts its first */
 	sefer__queue_push_back(&heap->full, pg);
-	page_set_full(pg);
 	return true;
 }
 
@@ -373,21 +414,21 @@ void sefer__page_delayed_back(struct heap *heap, struct page *pg)
  */
 
 /*
- * Bytes of the spans in q that hold no block, its first page aside: the bin's kept pages.
- * SIZE_MAX (keep nothing more) for a queue longer than KEPT_SCAN_PAGES (core/heap.h), not walked
- * whole: a phase that frees a large heap in a random order empties thousands of pages of one
- * bin behind an empty first page, and a walk at each would be quadratic.
+ * Bytes of the spans at the back of q that hold no block, its first page aside: the bin's kept
+ * pages (page_retire puts them there). SIZE_MAX (keep nothing more) past KEPT_SCAN_PAGES of
+ * them (core/heap.h): the walk stops at the first page in use, so it never grows with the
+ * queue (a phase that frees a large heap in a random order empties thousands of pages of one
+ * bin, and a walk of the whole queue at each would be quadratic).
  */
 static size_t queue_kept_bytes(const struct page_queue *q)
 {
 	size_t bytes = 0;
 	unsigned n = 0;
 
-	for (const struct page *t = q->first ? q->first->next : NULL; t; t = t->next) {
+	for (const struct page *t = q->last; t && t != q->first && t->used == 0; t = t->prev) {
 		if (++n > KEPT_SCAN_PAGES)
 			return SIZE_MAX;
-		if (t->used == 0)
-			bytes += page_span_bytes(t);
+		bytes += page_span_bytes(t);
 	}
 	return bytes;
 }
@@ -461,16 +502,22 @@ void sefer__heap_heartbeat(struct heap *heap)
 }
 
 /*
- * used dropped to 0 on a local free. An empty page is the best one to allocate from next, so
- * it moves to the front of its queue; when the first page is empty too, it stays behind it,
- * kept (above), or past KEPT_EMPTY_BYTES is given back, so alloc-N/free-N patterns do not map
- * and carve pages every round. heap_collect() and thread exit give back the empty pages left.
+ * used dropped to 0 on a local free. The page goes to the back of its queue, kept there while
+ * the empty pages at the back hold up to KEPT_EMPTY_BYTES (above), else given back, so
+ * alloc-N/free-N patterns do not map and carve pages every round: page_find_walk() serves a
+ * page all free before it carves (page_free_worth_a_carve). The first page stays first, and
+ * whether it is empty is not asked: it is uncounted (block.h), and only a walk would tell.
+ * heap_collect() and thread exit give back the empty pages left.
  */
 static void page_retire(struct heap *heap, struct page *pg)
 {
 	struct page_queue *q = &heap->bins[pg->bin];
 	uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
 
+	if (PAGE_FIRST_UNCOUNTED && pg->uncounted) {
+		pg->used = UNCOUNTED_BASE; /* its count ran down (block.h): a heartbeat, no more */
+		return;
+	}
 	sefer_assert(pg->used == 0);
 	if ((pg->flags & PAGE_FULL) || q->first == pg)
 		return;
@@ -482,20 +529,15 @@ static void page_retire(struct heap *heap, struct page *pg)
 	 */
 	sefer_assert(page_xthread_normal(pg));
 	sefer_assert_expensive(page_counts_agree(pg));
-	sefer__queue_remove(q, pg);
-	if (q->first && q->first->used == 0) {
-		size_t kept = queue_kept_bytes(q);
+	sefer__queue_remove(q, pg); /* not the first: the direct table is unchanged */
+	size_t kept = queue_kept_bytes(q);
 
-		if (kept == SIZE_MAX || kept + page_span_bytes(pg) > KEPT_EMPTY_BYTES) {
-			sefer__span_free(&heap->segments, pg);
-		} else {
-			sefer__queue_push_back(q, pg); /* kept: the first page is unchanged */
-			page_kept_deadline(heap);
-		}
-		return;
+	if (kept == SIZE_MAX || kept + page_span_bytes(pg) > KEPT_EMPTY_BYTES) {
+		sefer__span_free(&heap->segments, pg);
+	} else {
+		sefer__queue_push_back(q, pg);
+		page_kept_deadline(heap);
 	}
-	sefer__queue_push_front(q, pg);
-	sefer__heap_direct_update(heap, pg->bin);
 }
 
 void sefer__page_retire(struct heap *heap, struct page *pg)
@@ -534,7 +576,7 @@ bool sefer__page_queue_freed(struct heap *heap, unsigned bin)
 {
 	for (struct page *pg = heap->bins[bin].first; pg; pg = pg->next) {
 		uintptr_t x = atomic_load_explicit(&pg->xthread, memory_order_relaxed);
-		uint32_t freed = pg->reserved - pg->used, want = page_carve_blocks(pg);
+		uint32_t want = page_carve_blocks(pg), freed = page_free_upto(pg, want);
 
 		if (xt_ptr(x))
 			freed += xt_count(x) == XT_COUNT_UNKNOWN ? want : xt_count(x);
@@ -581,7 +623,9 @@ static struct page *page_borrow(struct heap *heap, unsigned bin)
  */
 static inline bool page_free_worth_a_carve(const struct page *pg)
 {
-	return pg->reserved - pg->used >= page_carve_blocks(pg);
+	uint32_t want = page_carve_blocks(pg);
+
+	return page_free_upto(pg, want) >= want;
 }
 
 /*

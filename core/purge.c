@@ -578,14 +578,17 @@ static uint64_t parked_purge_due(struct heap *heap, void *arg)
 {
 	struct unowned_pass *pass = arg;
 	struct segment_set *set = &heap->segments;
-	uint64_t kept = heap->policy_kept_until;
+	uint64_t kept = heap->policy_kept_until, first = heap->first_kept_until;
+	bool walk = first && pass->now >= first; /* its first pages walked whole, once due */
 
 	if (kept && pass->now >= kept) {
 		sefer__policy_heap_exit_all(heap);
 		heap->policy_kept_until = kept = 0;
 	}
 	sefer__heap_drain_delayed(heap);
-	sefer__heap_release_empty(heap, false);
+	if (!sefer__heap_release_empty(heap, false, walk ? UINT32_MAX : RELEASE_FIRST_WALK))
+		heap->first_kept_until = first = 0;
+	kept = deadline_first(kept, first);
 	if (!set->next_purge && !pass->handoff)
 		return kept;
 	if (!set->next_purge || pass->now >= set->next_purge)

@@ -11,12 +11,16 @@
  *
  * Invariants (checked by sefer_check_heap()):
  *  - free_pages has a bit per page slot not in any span; used_pages counts slots in spans.
- *  - a span's descriptor: capacity blocks of block_size from start; used = the carved blocks
- *    handed out (a pending cross-thread free or a policy's block included), the others are
- *    on the free list: used + length(free) == reserved. malloc increments it, a local free
- *    (which pushes onto the free list: the next malloc of the class takes that block back
- *    while it is warm) decrements it, and 0 means the page is empty. Collecting cross-thread
- *    frees subtracts what it moves onto the free list; carving adds none.
+ *  - a span's descriptor: capacity blocks of block_size from start; the carved blocks handed
+ *    out (a pending cross-thread free or a policy's block included) are reserved minus
+ *    length(free), the others being on the free list. A counted page keeps that figure in
+ *    used: malloc increments it, a local free (which pushes onto the free list: the next
+ *    malloc of the class takes that block back while it is warm) decrements it, and 0 means
+ *    the page is empty. Collecting cross-thread frees subtracts what it moves onto the free
+ *    list; carving adds none. The first page of each bin queue, the only one malloc pops
+ *    from, is uncounted (every build but a memory checker's, block.h): malloc's fast path
+ *    counts nothing, used only runs down from UNCOUNTED_BASE, and the figure is the walk of
+ *    its free list (page_used()), settled into used when the page stops being first.
  *  - a span's first reserved blocks from start are the carved ones; div_magic and fast_limit
  *    are set as block_start() needs (fast_limit 0 while the page is full); with
  *    CONFIG_DEBUG_DOUBLE_FREE every carved block that is free (on a free list, or held by a
@@ -109,7 +113,11 @@ enum page_flags {
 };
 
 struct page {
-	/* Owner-only, hot: malloc pops free and counts used; free pushes free, counts used. */
+	/*
+	 * Owner-only, hot: malloc pops free, free pushes it and counts used down. malloc counts
+	 * used up only on a page that is not the first of its bin queue (pop_block); the first
+	 * page, the only one malloc pops from, is uncounted (below).
+	 */
 	struct block *free;
 	uint32_t used;
 	uint16_t flags;
@@ -130,6 +138,7 @@ struct page {
 	uint64_t fast_limit; /* block_limit(), but 0 while full or unused: block_fast_freeable() */
 	uint32_t purged_tail; /* 0, or the offset in the span from which its tail was purged
 			       * and is not counted committed (core/purge.c, "span tails") */
+	uint8_t uncounted; /* the first page of its bin queue: used is no count (block.h) */
 
 	/* Written by other threads: on its own cache line (shared only with cold queue links). */
 	_Atomic(uintptr_t) xthread cacheline_aligned; /* tagged list of cross-thread frees */

@@ -726,6 +726,68 @@ START_TEST(abandoned_purged_after_delay)
 END_TEST
 
 /*
+ * The first page of a bin is uncounted (core/block.h): whether it is empty takes a walk of its
+ * free list, which an exit makes only up to RELEASE_FIRST_WALK links (core/heap.c). A thread
+ * that carved a page of 48 B blocks and freed them all leaves that page in its parked heap at
+ * exit; the pass over the parked heaps after the purge delay walks it whole and gives it back,
+ * as it gives back any empty page: without that walk the page stayed for as long as the heap
+ * was parked.
+ */
+struct first_gen {
+	struct page *pg;
+	struct heap *heap;
+	uint32_t reserved;
+};
+
+static void *empty_first_page(void *arg)
+{
+	struct first_gen *g = arg;
+	enum { N = 4 * RELEASE_FIRST_WALK };
+	void *b[N];
+
+	for (int i = 0; i < N; i++) {
+		b[i] = sefer_malloc(48);
+		ck_assert_ptr_nonnull(b[i]);
+	}
+	g->pg = page_of(segment_of(b[0]), b[0]);
+	g->heap = heap_get();
+	for (int i = 0; i < N; i++) {
+		ck_assert_ptr_eq(page_of(segment_of(b[i]), b[i]), g->pg);
+		sefer_free(b[i]);
+	}
+	g->reserved = g->pg->reserved;
+	return NULL;
+}
+
+START_TEST(parked_first_page_given_back_after_delay)
+{
+	struct first_gen g = { 0 };
+	pthread_t k, t;
+	void *p;
+
+	if (!PAGE_FIRST_UNCOUNTED || !IS_ENABLED(CONFIG_DECOMMIT) || !sefer__opt.parked_heaps ||
+	    sefer__opt.purge_delay_ms > 1000 || policy_keeps_small_blocks())
+		return; /* every page counted; nothing given back; or the magazine keeps the blocks */
+	sefer__parked_dismantle();
+	k = start_keepalive(); /* the exit below is then not the last but one */
+	pthread_create(&t, NULL, empty_first_page, &g);
+	pthread_join(t, NULL);
+	ck_assert_msg(g.heap->parked, "the thread's heap is not parked");
+	ck_assert_uint_gt(g.reserved, RELEASE_FIRST_WALK);
+	ck_assert_msg(g.pg->span != 0 && g.heap->bins[g.pg->bin].first == g.pg,
+		      "the exit walked the first page's %u free blocks", g.reserved);
+	decommit_sleep_ms((long)sefer__opt.purge_delay_ms + 20);
+	p = keepalive_malloc(3000); /* another thread's slow path: the parked heaps' pass */
+	ck_assert_msg(g.heap->bins[g.pg->bin].first != g.pg,
+		      "the parked heap's empty first page kept after the delay");
+	ck_assert_msg(g.heap->parked, "the pass took the heap off the parked list");
+	sefer_free(p);
+	stop_keepalive(k);
+	ck_assert_uint_eq(sefer_check_heap(), 0);
+}
+END_TEST
+
+/*
  * A parked heap's free pages are purged after the delay by another thread's slow path (the
  * global deadline the exit lowered), not at exit while that thread lives; the heap stays
  * parked, its live blocks intact.
@@ -1550,6 +1612,7 @@ Suite *generations_suite(void)
 	tcase_add_test(tc, generations_bounded_then_returned);
 	tcase_add_test(tc, abandoned_purged_after_delay);
 	tcase_add_test(tc, parked_purged_after_delay);
+	tcase_add_test(tc, parked_first_page_given_back_after_delay);
 	tcase_add_test(tc, parked_heap_gives_back_span_tails);
 	tcase_add_test(tc, purged_span_tail_leaves_committed);
 	tcase_add_test(tc, partial_pages_taken_over);

@@ -145,7 +145,7 @@ START_TEST(free_blocks_behind_serve_before_a_carve)
 	}
 	ck_assert_ptr_eq(q->first, b);
 	ck_assert_ptr_eq(q->last, a);
-	ck_assert_uint_eq(a->used, 1);
+	ck_assert_uint_eq(page_used(a), 1);
 	p = sefer_heap_malloc(h, SIZE);
 	ck_assert_ptr_eq(page_of(segment_of(p), p), a);
 	ck_assert(!b->free); /* nothing carved */
@@ -258,15 +258,15 @@ static void *used_counts_handed_out(void *arg)
 	p[0] = sefer_malloc(64);
 	heap = heap_get();
 	pg = page_of(segment_of(p[0]), p[0]);
-	used[0] = pg->used;
-	carved[0] = pg->used + free_list_length(pg);
+	used[0] = page_used(pg);
+	carved[0] = page_used(pg) + free_list_length(pg);
 	reserved[0] = pg->reserved;
 	for (int i = 1; i < 10; i++) {
 		p[i] = sefer_malloc(64);
 		same_page &= page_of(segment_of(p[i]), p[i]) == pg;
 	}
-	used[1] = pg->used;
-	carved[1] = pg->used + free_list_length(pg);
+	used[1] = page_used(pg);
+	carved[1] = page_used(pg) + free_list_length(pg);
 	reserved[1] = pg->reserved;
 	/* LIFO: the block freed last comes back first; and dirty, it comes back zeroed by calloc
 	 * although the page's never-used blocks read as zero (is_zero) */
@@ -279,8 +279,8 @@ static void *used_counts_handed_out(void *arg)
 	p[5] = again;
 	for (int i = 0; i < 10; i++)
 		sefer_free(p[i]);
-	used[2] = pg->used;
-	carved[2] = pg->used + free_list_length(pg);
+	used[2] = page_used(pg);
+	carved[2] = page_used(pg) + free_list_length(pg);
 	reserved[2] = pg->reserved;
 
 	ck_assert(same_page);
@@ -378,7 +378,7 @@ START_TEST(abandoned_pages_count_live)
 	/* measured first (Check allocates), asserted after */
 	pg = page_of(segment_of(p[0]), p[0]);
 	abandoned = atomic_load(&segment_of(p[0])->owner) == NULL;
-	used = pg->used;
+	used = page_used(pg);
 	nfree = free_list_length(pg);
 	reserved = pg->reserved;
 	ck_assert_msg(abandoned, "the exited thread's segment is abandoned");
@@ -490,7 +490,7 @@ static void *warm_span_carve(void *arg)
 	sefer_free(y); /* b empties first: kept at the front */
 	for (size_t i = 0; i < n; i++)
 		sefer_free(held[i]); /* a empties behind it: kept (page_retire) */
-	ck_assert_uint_eq(a->used, 0);
+	ck_assert_uint_eq(page_used(a), 0);
 	/* given back as page_retire() gives back a page past the bin's kept bytes */
 	sefer__queue_remove(&heap_get()->bins[a->bin], a);
 	sefer__span_free(&heap_get()->segments, a);
@@ -531,11 +531,11 @@ START_TEST(warm_span_carves_more)
 END_TEST
 
 /*
- * realloc's copy tests inline whether the old block's emptied page is the first of its bin
- * queue (core/alloc.h: free_held_block's first_test), where page_retire() would leave it. A
- * page that is not the first must still be retired: to the front of the queue, the best one
- * to allocate from next. Page a fills, b serves the next block, a gets blocks back (to the
- * back of the queue, behind b) but one, which realloc moves to another class.
+ * realloc's copy frees its old block through the free fast path's sequence (core/alloc.h:
+ * free_held_block); a page it empties that is not the first of its bin queue must be retired
+ * as any emptied page: kept at the back of the queue (page_retire), which serves it before it
+ * carves. Page a fills, b serves the next block, a gets blocks back (to the back of the queue,
+ * behind b) but one, which realloc moves to another class.
  */
 #define RETIRE_SIZE 720 /* a direct-table class no other test here uses */
 
@@ -566,10 +566,11 @@ static void *realloc_copy_retire(void *arg)
 	q = sefer_realloc(held[0], 4 * RETIRE_SIZE);
 	ck_assert_ptr_nonnull(q);
 	ck_assert_uint_eq(((uint8_t *)q)[RETIRE_SIZE - 1], 0x5a);
-	ck_assert_uint_eq(a->used, 0);
-	ck_assert_ptr_eq(heap_get()->bins[a->bin].first, a);
+	ck_assert_uint_eq(page_used(a), 0);
+	ck_assert_ptr_eq(heap_get()->bins[a->bin].first, b);
+	ck_assert_ptr_eq(heap_get()->bins[a->bin].last, a); /* retired: kept at the back */
 	r = sefer_malloc(RETIRE_SIZE);
-	ck_assert_ptr_eq(page_of(segment_of(r), r), a);
+	ck_assert_ptr_eq(page_of(segment_of(r), r), b); /* b still has blocks to carve */
 	sefer_free(r);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
 	sefer_free(q);
@@ -587,12 +588,13 @@ START_TEST(realloc_copy_retires_a_page_behind)
 END_TEST
 
 /*
- * Kept empty pages (core/page.c, page_retire): with its first page empty, a bin keeps the pages
- * that empty behind it, up to KEPT_EMPTY_BYTES of them, carved, and serves the next round from
- * them; a page past the bound is given back. The pages of a class fill, the first one empties
- * first, then the others in turn: KEPT_EMPTY_BYTES' worth stay in the queue, the last two are
- * given back, and a second round as large as the first page and the kept ones holds takes no
- * other page. A span taken for another bin then gives the kept pages back.
+ * Kept empty pages (core/page.c, page_retire): a bin keeps the pages that empty behind its first
+ * page at the back of its queue, up to KEPT_EMPTY_BYTES of them, carved, and serves the next
+ * round from them; a page past the bound is given back. The pages of a class fill, the first
+ * one empties first (and stays first), then the others in turn: KEPT_EMPTY_BYTES' worth stay
+ * in the queue, the last two are given back, and a second round as large as the first page and
+ * the kept ones holds takes no other page. A span taken for another bin then gives the kept
+ * pages back, all but the one that is first by then.
  */
 #define KEPT_SIZE 600 /* the 640-byte class, which no other test here uses */
 #define KEPT_MAX_PAGES 64
@@ -653,7 +655,7 @@ static void *kept_empty_round(void *arg)
 			sefer_free(held[i]);
 			held[i] = NULL;
 		}
-	ck_assert_uint_eq(pages[want - 1]->used, 0);
+	ck_assert_uint_eq(page_used(pages[want - 1]), 0);
 	ck_assert_ptr_eq(q->first, pages[want - 1]);
 	for (size_t i = 0; i < n; i++)
 		if (held[i]) {
@@ -662,7 +664,7 @@ static void *kept_empty_round(void *arg)
 		}
 	for (size_t p = 0; p < keep; p++) {
 		ck_assert_msg(queue_holds(q, pages[p]), "kept page %zu of %zu given back", p, keep);
-		ck_assert_uint_eq(pages[p]->used, 0);
+		ck_assert_uint_eq(page_used(pages[p]), 0);
 		ck_assert_uint_eq(pages[p]->reserved, pages[p]->capacity); /* still carved */
 	}
 	ck_assert(!queue_holds(q, pages[keep]));
@@ -698,11 +700,15 @@ static void *kept_empty_round(void *arg)
 		if (heap->bins[b].first || (b + 1 < NBINS && heap->bins[b + 1].first) ||
 		    (b + 2 < NBINS && heap->bins[b + 2].first))
 			continue; /* a page of its own, or one to borrow from */
+		struct page *first = q->first;
+
 		x = sefer_malloc(sz);
 		ck_assert_ptr_nonnull(x);
 		for (size_t p = 0; p < keep; p++)
-			ck_assert_msg(!queue_holds(q, pages[p]), "kept page %zu not given back", p);
-		ck_assert_ptr_eq(q->first, pages[want - 1]); /* the first page stays */
+			ck_assert_msg(pages[p] == first || !queue_holds(q, pages[p]),
+				      "kept page %zu not given back", p);
+		ck_assert_ptr_eq(q->first, first); /* the first page stays */
+		ck_assert_ptr_eq(q->last, first);  /* and nothing behind it */
 	}
 	ck_assert_msg(x != NULL, "no bin without pages to take a span for");
 	sefer_free(x);
@@ -725,11 +731,12 @@ START_TEST(empty_pages_kept_then_given_back)
 END_TEST
 
 /*
- * A bin queue longer than KEPT_SCAN_PAGES behind an empty first page keeps no emptied page:
- * page_retire() does not walk it (a phase that frees a large heap in a random order empties
- * thousands of pages behind an empty first page). The pages of a class fill, each but the
- * first gets all its blocks back but one (back into the bin queue, behind the first), the
- * first empties, and then the next page to empty is given back.
+ * page_retire() walks only the empty pages at the back of a bin queue (at most KEPT_SCAN_PAGES),
+ * never the pages in use ahead of them, so a long queue neither costs a walk at each retire (a
+ * phase that frees a large heap in a random order empties thousands of pages of one bin) nor
+ * keeps an emptied page from being kept. The pages of a class fill, each but the first gets all
+ * its blocks back but one (back into the bin queue, behind the first), the first empties, and
+ * then the next page to empty is kept at the back, behind KEPT_SCAN_PAGES + 1 pages in use.
  */
 #define LONG_SIZE 400 /* the 448-byte class, which no other test here uses */
 
@@ -756,18 +763,19 @@ static void *long_queue_round(void *arg)
 	}
 	sefer_free(held[n - 1]);
 	held[n - 1] = NULL;
-	ck_assert_uint_eq(first->used, 0);
+	ck_assert_uint_eq(page_used(first), 0);
 	ck_assert_ptr_eq(q->first, first);
-	ck_assert_uint_eq(pages[0]->used, 1);
+	ck_assert_uint_eq(page_used(pages[0]), 1);
 	ck_assert(queue_holds(q, pages[0]));
 	for (size_t i = 0; i < n; i++)
 		if (held[i] && page_of(segment_of(held[i]), held[i]) == pages[0]) {
 			sefer_free(held[i]);
 			held[i] = NULL;
 		}
-	ck_assert_msg(!queue_holds(q, pages[0]), "a page kept behind a queue of %zu pages",
+	ck_assert_msg(q->last == pages[0], "a page not kept behind a queue of %zu pages",
 		      want - 1);
-	ck_assert_uint_eq(pages[0]->span, 0); /* its slots are free */
+	ck_assert_uint_eq(page_used(pages[0]), 0);
+	ck_assert_uint_eq(pages[0]->reserved, pages[0]->capacity); /* kept carved */
 	for (size_t i = 0; i < n; i++)
 		sefer_free(held[i]);
 	ck_assert_uint_eq(sefer_check_heap(), 0);
@@ -787,14 +795,18 @@ END_TEST
  * was kept, the owner's slow paths that take no span give them back, their slots dirty. A class
  * (the churn's) gets its page first; then two pages of another empty behind its empty first
  * page and are kept; a run of malloc and free of one block of the churn's class, whose page
- * empties at each free (page_retire), leaves them before the deadline and gives them back after.
+ * takes a slow call at each free (page_retire: it empties) or, uncounted, at every
+ * UNCOUNTED_BASE-th, leaves them before the deadline and gives them back after.
  */
 #define EXPIRE_SIZE 200   /* the 224-byte class, which no other test here uses */
 #define EXPIRE_CHURN 1200 /* the 1,280-byte class, likewise */
 
 static void churn_one_block(void)
 {
-	for (unsigned k = 0; k < 2 * PURGE_BEAT; k++) {
+	/* an uncounted first page takes the slow call once per UNCOUNTED_BASE frees (block.h) */
+	unsigned frees_per_call = PAGE_FIRST_UNCOUNTED ? UNCOUNTED_BASE : 1;
+
+	for (unsigned k = 0; k < 2 * PURGE_BEAT * frees_per_call; k++) {
 		void *p = sefer_malloc(EXPIRE_CHURN);
 
 		ck_assert_ptr_nonnull(p);

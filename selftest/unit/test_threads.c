@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/block.h"
 #include "core/config.h"
 #include "core/heap.h"
 #include "core/lock.h"
@@ -345,14 +346,14 @@ static size_t remote_size(size_t i, bool mixed)
 	return mixed ? 16 + ((i / 8) % 16) * 64 : 64;
 }
 
-/* The bytes the pages of blocks q[0 .. n) count as handed out, after the owner collects. */
+/* The bytes the pages of blocks page_used(q[0 .. n) count as handed out, after the owner collects. */
 static uint64_t pages_used_bytes(struct page **pages, size_t npages)
 {
 	uint64_t sum = 0;
 
 	sefer_collect(false);
 	for (size_t i = 0; i < npages; i++)
-		sum += (uint64_t)pages[i]->used * pages[i]->block_size;
+		sum += (uint64_t)page_used(pages[i]) * pages[i]->block_size;
 	return sum;
 }
 
