@@ -52,9 +52,9 @@ static void *pop_block(struct heap *heap, struct page *pg, bool zero, size_t siz
 	struct block *b = pg->free;
 	bool fresh = pg->is_zero;
 
+	/* pg is its queue's first (page_find, a lender, malloc_generic): uncounted (block.h) */
+	sefer_assert(!PAGE_FIRST_UNCOUNTED || pg->uncounted);
 	alloc_from_page(heap, pg, b, block_next(pg, b));
-	if (PAGE_FIRST_UNCOUNTED && !pg->uncounted) /* never: pg is its queue's first */
-		pg->used++;
 	if (zero) {
 		if (fresh) {	/* carved from zeroed memory: only the link and the mark written */
 			b->next = 0;

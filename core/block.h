@@ -28,6 +28,12 @@ static always_inline uintptr_t link_encode(const struct block *b, const struct b
 	return (uintptr_t)next;
 }
 
+/* The link stored in b's first word, decoded: the address of the next free block, or 0. */
+static always_inline uintptr_t link_decode(const struct block *b, uintptr_t stored)
+{
+	return link_encode(b, (const struct block *)stored); /* the same xor */
+}
+
 /*
  * Reports b's link bad (block_link_bad) and aborts. It returns void * only so that the malloc
  * fast path reaches it by a tail jump, not a call that would need a stack frame.
@@ -180,9 +186,7 @@ static always_inline uintptr_t block_link(const struct block *b)
 	annotate_link_open(b);
 	n = b->next;
 	annotate_link_close(b);
-	if (IS_ENABLED(CONFIG_HARDENED))
-		n ^= sefer__list_key ^ ((uintptr_t)b >> 4);
-	return n;
+	return link_decode(b, n);
 }
 
 /*

@@ -78,22 +78,23 @@ static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 INUSE_RACY static uint32_t inuse_uncounted(const struct page *pg, struct heap *owner,
 					   uint32_t reserved)
 {
-	const struct block *b = INUSE_READ(pg->free);
-	uint64_t magic = INUSE_READ(pg->div_magic), limit;
-	uint32_t bs = INUSE_READ(pg->block_size), n = 0;
-	uintptr_t start = page_start_addr(pg);
+	const struct block *b;
+	uint64_t magic, limit;
+	uintptr_t start;
+	uint32_t n = 0;
 
 	if (owner == sefer__heap)
 		return page_used(pg);
-	limit = (uint64_t)reserved * (uint64_t)(bs * magic);
+	b = INUSE_READ(pg->free);
+	magic = INUSE_READ(pg->div_magic);
+	limit = (uint64_t)reserved * (uint64_t)(INUSE_READ(pg->block_size) * magic);
+	start = page_start_addr(pg);
 	if (b && ((uintptr_t)b - start) * magic >= limit)
 		return reserved; /* caught mid-change */
 	while (b && n < reserved) {
-		uintptr_t next = INUSE_READ(b->next);
+		uintptr_t next = link_decode(b, INUSE_READ(b->next));
 
 		n++;
-		if (IS_ENABLED(CONFIG_HARDENED))
-			next ^= sefer__list_key ^ ((uintptr_t)b >> 4);
 		if (next && (next - start) * magic >= limit)
 			break;
 		b = (const struct block *)next;

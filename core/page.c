@@ -118,10 +118,8 @@ void sefer__queue_remove(struct page_queue *q, struct page *pg)
  */
 static inline __attribute__((__unused__)) bool page_counts_agree(const struct page *pg)
 {
-	uint32_t n = 0;
+	uint32_t n = page_free_len(pg);
 
-	for (const struct block *b = pg->free; b && n <= pg->reserved; b = block_next(pg, b))
-		n++;
 	if (PAGE_FIRST_UNCOUNTED && pg->uncounted)
 		return n <= pg->reserved;
 	return pg->used <= pg->reserved && pg->used + n == pg->reserved;

@@ -114,9 +114,9 @@ enum page_flags {
 
 struct page {
 	/*
-	 * Owner-only, hot: malloc pops free, free pushes it and counts used down. malloc counts
-	 * used up only on a page that is not the first of its bin queue (pop_block); the first
-	 * page, the only one malloc pops from, is uncounted (below).
+	 * Owner-only, hot: malloc pops free, free pushes it and counts used down. malloc pops only
+	 * from the first page of a bin queue, which is uncounted (below): it counts used up only
+	 * in a memory checker's build, where every page is counted.
 	 */
 	struct block *free;
 	uint32_t used;
