@@ -229,24 +229,18 @@ END_TEST
  * used counts the blocks handed out: malloc increments it, a local free pushes the block onto
  * the page's free list (the next malloc of the class takes it back, warm) and decrements it,
  * so used + the free list's length == reserved at every step, and the free that takes used to
- * 0 sees the page empty (page_emptied); the slow paths give an empty page back.
+ * 0 sees the page empty (page_emptied); the slow paths give an empty page back. The page here
+ * is its queue's first: where that page is uncounted (core/block.h) the figure is the walk
+ * (page_used), used + length == reserved holds by construction, and what is tested of used
+ * itself is that each local free counts it down, from UNCOUNTED_BASE, and malloc does not.
  */
-static uint32_t free_list_length(const struct page *pg)
-{
-	uint32_t n = 0;
-
-	for (const struct block *b = pg->free; b; b = block_next(pg, b))
-		n++;
-	return n;
-}
-
 static void *used_counts_handed_out(void *arg)
 {
 	unsigned bin = bin_index(64);
 	struct heap *heap;
 	struct page *pg;
-	uint32_t used[3], carved[3], reserved[3];
-	bool same_page = true, lifo, zeroed = true;
+	uint32_t used[3], carved[3], reserved[3], raw[3];
+	bool same_page = true, lifo, zeroed = true, uncounted;
 	void *p[10], *again;
 
 	/*
@@ -259,15 +253,18 @@ static void *used_counts_handed_out(void *arg)
 	heap = heap_get();
 	pg = page_of(segment_of(p[0]), p[0]);
 	used[0] = page_used(pg);
-	carved[0] = page_used(pg) + free_list_length(pg);
+	carved[0] = page_used(pg) + page_free_len(pg);
 	reserved[0] = pg->reserved;
+	raw[0] = pg->used;
+	uncounted = pg->uncounted;
 	for (int i = 1; i < 10; i++) {
 		p[i] = sefer_malloc(64);
 		same_page &= page_of(segment_of(p[i]), p[i]) == pg;
 	}
 	used[1] = page_used(pg);
-	carved[1] = page_used(pg) + free_list_length(pg);
+	carved[1] = page_used(pg) + page_free_len(pg);
 	reserved[1] = pg->reserved;
+	raw[1] = pg->used;
 	/* LIFO: the block freed last comes back first; and dirty, it comes back zeroed by calloc
 	 * although the page's never-used blocks read as zero (is_zero) */
 	memset(p[5], 0xa5, 64);
@@ -280,11 +277,18 @@ static void *used_counts_handed_out(void *arg)
 	for (int i = 0; i < 10; i++)
 		sefer_free(p[i]);
 	used[2] = page_used(pg);
-	carved[2] = page_used(pg) + free_list_length(pg);
+	carved[2] = page_used(pg) + page_free_len(pg);
 	reserved[2] = pg->reserved;
+	raw[2] = pg->used;
 
 	ck_assert(same_page);
+	ck_assert_uint_eq(uncounted, PAGE_FIRST_UNCOUNTED); /* the first page */
 	ck_assert_uint_eq(used[1], used[0] + 9); /* malloc counts */
+	if (uncounted) {
+		ck_assert_uint_eq(raw[1], raw[0]);	/* malloc leaves used alone */
+		if (raw[1] > 11 && !policy_keeps_small_blocks())
+			ck_assert_uint_eq(raw[2], raw[1] - 11); /* each of 11 local frees counts */
+	}
 	for (int i = 0; i < 3; i++)
 		ck_assert_uint_eq(carved[i], reserved[i]);
 	ck_assert_msg(lifo, "the block freed last is not the next one handed out");
@@ -379,7 +383,7 @@ START_TEST(abandoned_pages_count_live)
 	pg = page_of(segment_of(p[0]), p[0]);
 	abandoned = atomic_load(&segment_of(p[0])->owner) == NULL;
 	used = page_used(pg);
-	nfree = free_list_length(pg);
+	nfree = page_free_len(pg);
 	reserved = pg->reserved;
 	ck_assert_msg(abandoned, "the exited thread's segment is abandoned");
 	ck_assert_uint_eq(used + nfree, reserved);
