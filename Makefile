@@ -334,11 +334,12 @@ ifeq ($(CONFIG_BACKEND_LINUX),y)
 so-front := -Wl,-fini=sefer__no_dt_fini
 so-hot-lds := $(srctree)/core/libsefer-hot.lds
 so-front += -Wl,-T,$(so-hot-lds)
-# The segment table (4 MiB of .bss, one page of it written per 128 GiB of segment addresses) is
-# linked last, so that the .bss variables every process writes at start-up follow .data in its
-# last page, which relocation and .data's own writes make resident anyway: one anonymous page
-# less per process (make check-face checks the .bss mapping's Rss).
-so-bss-last := $(objtree)/core/segtab.o
+# The segment table (4 MiB of .bss, one page of it written per 128 GiB of segment addresses) and
+# the empty heap (7.5 KiB of .bss that only reads) are linked last, so that the .bss variables
+# every process writes at start-up follow .data in its last page, which relocation and .data's
+# own writes make resident anyway: one anonymous page less per process (make check-face checks
+# the .bss mapping's Rss).
+so-bss-last := $(objtree)/core/heap_empty.o $(objtree)/core/segtab.o
 # The relative relocations packed (DT_RELR, binutils 2.38 and glibc 2.36 on): 212 of the 304
 # relocations are relative, and as RELA entries they took 5 KiB of the first read-only segment,
 # which ld.so reads whole at load (16 -> 12 KiB resident in every process). Only where the

@@ -126,8 +126,13 @@ void *sefer__malloc_generic_default(size_t size)
 {
 	struct heap *heap = heap_get();
 
-	if (size <= DIRECT_MAX)
-		return direct_malloc(heap, heap->direct[direct_slot(size)], size);
+	if (size <= DIRECT_MAX) {
+		struct page *pg = heap->direct[direct_slot(size)];
+
+		if (likely(pg))
+			return direct_malloc(heap, pg, size);
+		return sefer__malloc_slow(size, heap, false); /* heap_empty's table: core/heap.h */
+	}
 	return sefer__malloc_generic(size, heap, false);
 }
 
@@ -376,13 +381,16 @@ static void *large_realloc(struct heap *heap, struct segment *seg, void *p, size
 /* realloc from heap; with any_heap a block of another heap may stay where it is. */
 static always_inline void *realloc_in(struct heap *heap, void *p, size_t size, bool any_heap)
 {
-	if (!p)
-		return heap_malloc_inline(heap, size);
-	if (size == 0) {
+	if (p && size == 0) {
 		/* glibc's behaviour, which programs replacing it rely on: free and return NULL. */
 		sefer_free_inline(p);
 		return NULL;
 	}
+	/* the thread's first call: heap_empty's direct table is not to be read (core/heap.h) */
+	if (unlikely(heap == &sefer__heap_empty) && !(heap = heap_get_made()))
+		return NULL;
+	if (!p)
+		return heap_malloc_inline(heap, size);
 	struct page *pg = page_held_here(p);
 	size_t avail;
 
@@ -478,5 +486,7 @@ void *sefer__heap_aligned(struct heap *heap, size_t align, size_t size)
 
 void *sefer__aligned_any(size_t align, size_t size)
 {
-	return sefer__heap_aligned(heap_get(), align, size);
+	struct heap *heap = heap_get_made();
+
+	return heap ? sefer__heap_aligned(heap, align, size) : NULL;
 }

@@ -132,17 +132,22 @@ static void check_segment(struct sync_node *n, void *arg)
 }
 
 /*
- * heap.h: every direct-table slot points at its bin's first page, or at page_empty, and the
- * calling thread's TLS copy of its default heap's table (what malloc reads) equals the table.
+ * heap.h: every direct-table slot points at its bin's first page, or at page_empty (NULL in
+ * heap_empty's table), and the calling thread's TLS copy of its default heap's table (what
+ * malloc reads) equals the table, page_empty where heap_empty's holds NULL.
  */
 static void check_direct(struct check_ctx *c, struct heap *heap)
 {
+	struct page *none = heap == &sefer__heap_empty ? NULL : &sefer__page_empty;
+
 	for (size_t s = 0; s < DIRECT_SLOTS; s++) {
 		struct page *first = heap->bins[bin_index(s << GRANULE_SHIFT)].first;
+		struct page *want = first ? first : none;
 
-		if (heap->direct[s] != (first ? first : &sefer__page_empty))
+		if (heap->direct[s] != want)
 			problem(c, "direct table slot not its bin's first page", &heap->direct[s]);
-		if (heap == heap_get() && s < DIRECT_TLS_SLOTS && sefer__direct[s] != heap->direct[s])
+		if (heap == heap_get() && s < DIRECT_TLS_SLOTS &&
+		    sefer__direct[s] != (want ? want : &sefer__page_empty))
 			problem(c, "thread's copy of the direct table differs", &sefer__direct[s]);
 	}
 }

@@ -36,8 +36,6 @@
 #include "sefer/os.h"
 
 SEFER_INTERNAL struct page sefer__page_empty;
-SEFER_INTERNAL struct heap sefer__heap_empty = {
-	.direct = {[0 ... DIRECT_SLOTS - 1] = &sefer__page_empty}};
 SEFER_INTERNAL __thread struct heap *sefer__heap __attribute__((tls_model("initial-exec"))) =
 	&sefer__heap_empty;
 SEFER_INTERNAL __thread struct page *sefer__direct[DIRECT_TLS_SLOTS] __attribute__((tls_model(
@@ -72,7 +70,12 @@ static void heap_direct_set(struct heap *heap, size_t lo, size_t hi, struct page
  */
 static void heap_attach(struct heap *heap)
 {
-	memcpy(sefer__direct, heap->direct, sizeof(sefer__direct));
+	if (heap == &sefer__heap_empty) {
+		for (size_t s = 0; s < DIRECT_TLS_SLOTS; s++)
+			sefer__direct[s] = &sefer__page_empty;
+	} else {
+		memcpy(sefer__direct, heap->direct, sizeof(sefer__direct));
+	}
 	sefer__heap = heap;
 }
 

@@ -2,10 +2,13 @@
 /*
  * Heaps: one per thread, found through an initial-exec TLS pointer.
  *
- * Before a thread's first allocation its TLS pointer is &heap_empty, a static heap whose
- * direct table (and the thread's TLS copy of it, sefer__direct below) points at a page with
- * no free block, so the malloc fast path needs no initialisation check: the first call falls
- * into the slow path, which creates the heap.
+ * Before a thread's first allocation its TLS pointer is &heap_empty, a static heap, all zero.
+ * The thread's TLS copy of the direct table (sefer__direct below) points at a page with no free
+ * block, so malloc's fast path up to DIRECT_TLS_MAX needs no initialisation check: the first call
+ * falls into the slow path, which creates the heap. heap_empty's own table holds NULL (it lies in
+ * .bss: core/heap.c): the callers that read a heap's table (sizes up to DIRECT_MAX) take the
+ * thread's heap from heap_get_made(), which makes it first, or test the slot (malloc's sizes
+ * above DIRECT_TLS_MAX). A heap passed to sefer_heap_malloc() is a made one.
  *
  * A heap owns small segments (owner == heap) and their pages. All its fields are the owning
  * thread's alone, except `delayed` (other threads push full pages that received a cross-
@@ -25,6 +28,8 @@
  */
 #ifndef SEFER_CORE_HEAP_H
 #define SEFER_CORE_HEAP_H
+
+#include <errno.h>
 
 #include "core/block.h"
 #include "core/lock.h"
@@ -134,6 +139,7 @@ static always_inline struct heap *heap_get(void)
 	return sefer__heap;
 }
 
+
 #if IS_ENABLED(CONFIG_STATS)
 #define heap_stat_inc(h, field) ((h)->stats.field++)
 #else
@@ -157,6 +163,20 @@ static inline struct heap *sefer__heap_init_thread(void)
 {
 	return sefer__heap_init_thread_for(NULL);
 }
+
+/*
+ * The calling thread's default heap, made now if it has none yet (heap_empty, whose direct
+ * table is not to be read); NULL with errno ENOMEM when it cannot be made.
+ */
+static always_inline struct heap *heap_get_made(void)
+{
+	struct heap *heap = heap_get();
+
+	if (unlikely(heap == &sefer__heap_empty) && !(heap = sefer__heap_init_thread()))
+		errno = ENOMEM;
+	return heap;
+}
+
 SEFER_INTERNAL __must_check struct heap *sefer__heap_struct_get(void);
 SEFER_INTERNAL void sefer__heap_struct_put(struct heap *heap);
 SEFER_INTERNAL void sefer__heap_setup(struct heap *heap);

@@ -479,6 +479,101 @@ START_TEST(remote_large_malloc_publishes)
 }
 END_TEST
 
+/*
+ * A thread's first call of each kind runs on the empty heap (core/heap.h), whose direct table
+ * holds NULL: malloc's 1-4 KiB path tests the slot, realloc and the aligned calls make the heap
+ * before they read a table. Each first call returns a usable block (realloc keeps the foreign
+ * block's bytes), realloc(p, 0) frees without one, and sefer_check_heap() finds the calling
+ * thread's table as it should be before the first call and after it.
+ */
+enum first_kind {
+	FIRST_MALLOC, FIRST_CALLOC, FIRST_REALLOC_NULL, FIRST_REALLOC_FOREIGN, FIRST_REALLOC_ZERO,
+	FIRST_ALIGNED, FIRST_POSIX_MEMALIGN, FIRST_MEMALIGN, FIRST_KINDS
+};
+
+struct first_call {
+	enum first_kind kind;
+	unsigned char *foreign; /* the main thread's block, FOREIGN_LEN bytes of a pattern */
+	size_t before, after;	/* sefer_check_heap()'s problems */
+	bool ok;
+};
+
+#define FIRST_SIZE 3000
+#define FOREIGN_LEN 100
+
+static void *first_call_thread(void *arg)
+{
+	struct first_call *fc = arg;
+	unsigned char *p = NULL;
+	size_t align = 1;
+
+	fc->before = sefer_check_heap();
+	switch (fc->kind) {
+	case FIRST_MALLOC:
+		p = sefer_malloc(FIRST_SIZE);
+		break;
+	case FIRST_CALLOC:
+		p = sefer_calloc(1, FIRST_SIZE);
+		for (size_t i = 0; p && i < FIRST_SIZE; i++)
+			if (p[i])
+				return NULL; /* fc->ok stays false */
+		break;
+	case FIRST_REALLOC_NULL:
+		p = sefer_realloc(NULL, FIRST_SIZE);
+		break;
+	case FIRST_REALLOC_FOREIGN:
+		p = sefer_realloc(fc->foreign, FIRST_SIZE);
+		for (size_t i = 0; p && i < FOREIGN_LEN; i++)
+			if (p[i] != (unsigned char)(i * 7 + 1))
+				return NULL;
+		break;
+	case FIRST_REALLOC_ZERO:
+		fc->ok = sefer_realloc(fc->foreign, 0) == NULL;
+		fc->after = sefer_check_heap();
+		return NULL;
+	case FIRST_ALIGNED:
+		p = sefer_aligned_alloc(align = 256, FIRST_SIZE);
+		break;
+	case FIRST_POSIX_MEMALIGN:
+		if (sefer_posix_memalign((void **)&p, align = 64, FIRST_SIZE))
+			p = NULL;
+		break;
+	case FIRST_MEMALIGN:
+		p = sefer_memalign(align = 1024, FIRST_SIZE);
+		break;
+	case FIRST_KINDS:
+		break;
+	}
+	if (p && !((uintptr_t)p & (align - 1))) {
+		memset(p, 0xa5, FIRST_SIZE);
+		sefer_free(p);
+		fc->ok = true;
+	}
+	fc->after = sefer_check_heap();
+	return NULL;
+}
+
+START_TEST(first_call_of_each_kind)
+{
+	for (int k = 0; k < FIRST_KINDS; k++) {
+		struct first_call fc = { .kind = (enum first_kind)k };
+		pthread_t t;
+
+		fc.foreign = sefer_malloc(FOREIGN_LEN);
+		ck_assert_ptr_nonnull(fc.foreign);
+		for (size_t i = 0; i < FOREIGN_LEN; i++)
+			fc.foreign[i] = (unsigned char)(i * 7 + 1);
+		ck_assert_int_eq(pthread_create(&t, NULL, first_call_thread, &fc), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_msg(fc.ok, "first call of kind %d in a new thread failed", k);
+		ck_assert_uint_eq(fc.before, 0);
+		ck_assert_uint_eq(fc.after, 0);
+		if (k != FIRST_REALLOC_FOREIGN && k != FIRST_REALLOC_ZERO)
+			sefer_free(fc.foreign);
+	}
+}
+END_TEST
+
 Suite *threads_suite(void)
 {
 	Suite *s = suite_create("threads");
@@ -488,6 +583,7 @@ Suite *threads_suite(void)
 	tcase_add_test(tc, exit_while_others_free);
 	tcase_add_test(tc, many_short_threads);
 	tcase_add_test(tc, no_line_shared_between_threads);
+	tcase_add_test(tc, first_call_of_each_kind);
 	if (IS_ENABLED(CONFIG_STATS) && (sefer__os.features & SEFER_OS_YIELD))
 		tcase_add_test(tc, spin_waiter_yields);
 	tcase_set_timeout(tc, 120);
