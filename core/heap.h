@@ -5,10 +5,10 @@
  * Before a thread's first allocation its TLS pointer is &heap_empty, a static heap, all zero.
  * The thread's TLS copy of the direct table (sefer__direct below) points at a page with no free
  * block, so malloc's fast path up to DIRECT_TLS_MAX needs no initialisation check: the first call
- * falls into the slow path, which creates the heap. heap_empty's own table holds NULL (it lies in
- * .bss: core/heap.c): the callers that read a heap's table (sizes up to DIRECT_MAX) take the
- * thread's heap from heap_get_made(), which makes it first, or test the slot (malloc's sizes
- * above DIRECT_TLS_MAX). A heap passed to sefer_heap_malloc() is a made one.
+ * falls into the slow path, which creates the heap. heap_empty's own table holds NULL (it lies
+ * in .bss: core/heap_empty.c): the callers that read a heap's table (sizes up to DIRECT_MAX)
+ * take the thread's heap from heap_get_made(), which makes it first, or test the slot (malloc's
+ * sizes above DIRECT_TLS_MAX). A heap passed to sefer_heap_malloc() is a made one.
  *
  * A heap owns small segments (owner == heap) and their pages. All its fields are the owning
  * thread's alone, except `delayed` (other threads push full pages that received a cross-
@@ -138,7 +138,6 @@ static always_inline struct heap *heap_get(void)
 {
 	return sefer__heap;
 }
-
 
 #if IS_ENABLED(CONFIG_STATS)
 #define heap_stat_inc(h, field) ((h)->stats.field++)

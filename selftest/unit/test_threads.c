@@ -346,7 +346,8 @@ static size_t remote_size(size_t i, bool mixed)
 	return mixed ? 16 + ((i / 8) % 16) * 64 : 64;
 }
 
-/* The bytes the pages of blocks page_used(q[0 .. n) count as handed out, after the owner collects. */
+/* The bytes the pages of blocks page_used(q[0 .. n) count as handed out, after the owner
+ * collects. */
 static uint64_t pages_used_bytes(struct page **pages, size_t npages)
 {
 	uint64_t sum = 0;
