@@ -505,10 +505,11 @@ static always_inline bool page_free_push(struct page *pg, struct block *b, bool 
  * UNCOUNTED_BASE: at 0 it takes the slow call a page that empties takes (page_emptied), which
  * starts the count again and beats the heap's heartbeat (heap_heartbeat), so a thread that
  * mallocs and frees in its first pages only still gives back what its purge deadlines make
- * due, as it did when that page emptied. Its blocks handed out are reserved minus the length of its free list: page_used() walks
- * it where a figure is needed (at most capacity links: a heap's slow paths, the statistics,
- * the checks), and page_count() settles it into used when the page leaves the front of its
- * queue (the queue functions, page.c), so every other page is counted exactly as it was.
+ * due, as it did when that page emptied. Its blocks handed out are reserved minus the length
+ * of its free list: page_used() walks it where a figure is needed (at most capacity links: a
+ * heap's slow paths, the statistics, the checks), and page_count() settles it into used when
+ * the page leaves the front of its queue (the queue functions, page.c), so every other page is
+ * counted exactly as it was.
  * Builds for a memory checker count every page: another thread's statistics would read the
  * free blocks of a first page, which the checker owns (core/inuse.c).
  */

@@ -50,14 +50,16 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 	for (size_t i = idx; i < idx + pg->span; i++)
 		if (seg->page_off[i] != page_desc_off(idx))
 			problem(c, "page map does not point at the span head", &seg->pages[i]);
+	uint32_t used = page_used(pg); /* a walk of an uncounted page's free list (block.h) */
+
 	if (pg->block_size != bin_block_size(pg->bin) ||
 	    pg->capacity != page_span_bytes(pg) / pg->block_size || pg->reserved > pg->capacity ||
-	    page_used(pg) > pg->reserved)
+	    used > pg->reserved)
 		problem(c, "page descriptor inconsistent", pg);
 	size_t pending_free = 0, nfree = walk_list(c, pg, pg->free, &pending_free);
 
 	/* an uncounted page's figure is this walk (block.h): its test is the marks' below */
-	if (nfree + page_used(pg) != pg->reserved)
+	if (nfree + used != pg->reserved)
 		problem(c, "free list + used blocks differ from carved blocks", pg);
 	/* a local free into a full page takes it out of the full queue (page_unfull) */
 	if ((pg->flags & PAGE_FULL) && (pg->free || pg->reserved != pg->capacity))
@@ -72,7 +74,7 @@ static void check_page(struct check_ctx *c, struct segment *seg, struct page *pg
 		live += block_live(b) + block_pending(b);
 	}
 	live -= pending_free;
-	if (!policy_keeps_small_blocks() && live != page_used(pg))
+	if (!policy_keeps_small_blocks() && live != used)
 		problem(c, "free marks disagree with the used count", pg);
 	if (pg->div_magic != div_magic_of(pg->block_size) ||
 	    pg->fast_limit != page_fast_limit(pg))

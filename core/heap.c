@@ -166,8 +166,8 @@ void sefer__heap_drain_delayed(struct heap *heap)
  * up to first_walk links without; a longer list leaves the page as it is, for the heap's next
  * owner to allocate from first or for the parked heaps' pass after the purge delay, which walks
  * it whole (core/purge.c). Walked whole at every park, a thread that lived for a short round
- * spent 13-15% of larson-rounds' time there. Its bins' direct entries are updated. Returns
- * whether a first page was left unwalked.
+ * spent 13-15% of larson-rounds' time there. Its bins' direct entries follow the queues
+ * (queue_first_changed, page.c). Returns whether a first page was left unwalked.
  */
 bool sefer__heap_release_empty(struct heap *heap, bool collect_all, uint32_t first_walk)
 {
@@ -186,14 +186,17 @@ bool sefer__heap_release_empty(struct heap *heap, bool collect_all, uint32_t fir
 				unwalked = true; /* too long a walk here: the first page stays */
 				continue;
 			}
-			if (collect_all || n == XT_COUNT_UNKNOWN || n >= page_used(pg))
+			uint32_t used = page_used(pg);
+
+			if (collect_all || n == XT_COUNT_UNKNOWN || n >= used) {
 				sefer__page_collect_xthread(pg, (uintptr_t)-1);
-			if (page_used(pg) == 0) {
+				used = page_used(pg);
+			}
+			if (used == 0) {
 				sefer__queue_remove(&heap->bins[bin], pg);
 				sefer__span_free(&heap->segments, pg);
 			}
 		}
-		sefer__heap_direct_update(heap, bin);
 	}
 	heap->segments.kept_until = 0; /* none kept now */
 	return unwalked;
@@ -608,13 +611,11 @@ void sefer__heap_adopt_segment(struct heap *heap, struct segment *seg)
 		pg->delayed_next = NULL;
 		page_clear_full(pg);
 		sefer__page_collect_xthread(pg, XT_NORMAL);
-		sefer__queue_push_back(&heap->bins[pg->bin], pg);
-		sefer__heap_direct_update(heap, pg->bin);
+		sefer__queue_push_back(&heap->bins[pg->bin], pg); /* and the direct table */
 	}
 	for_each_span(seg, pg, idx) {
 		if (page_used(pg) == 0 && seg->used_pages > pg->span) {
 			sefer__queue_remove(&heap->bins[pg->bin], pg);
-			sefer__heap_direct_update(heap, pg->bin);
 			sefer__span_free(&heap->segments, pg);
 		}
 	}

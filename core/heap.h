@@ -16,10 +16,9 @@
  * segments handed to the abandoned list) and the struct goes to a pool for the next thread.
  *
  * The direct table: direct[s] is the first page of the bin that serves sizes (16s-15 .. 16s),
- * or &page_empty while that bin's queue is empty; whatever changes a queue's first page
- * updates it (heap_direct_update). page_find() relies on it to leave the table alone when
- * it refills the first page, and may break it only until it returns. sefer_check_heap()
- * checks it.
+ * or &page_empty while that bin's queue is empty; the queue functions that change a queue's
+ * first page update it (page.c, queue_first_changed: heap_direct_update of the page's owner),
+ * so nothing else needs to. sefer_check_heap() checks it.
  *
  * First-class heaps (CONFIG_HEAPS, core/heaps.c) are the same struct, made by sefer_heap_new()
  * for the calling thread; struct heap_fc below holds what they add.

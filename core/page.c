@@ -367,9 +367,7 @@ void sefer__page_unfull(struct heap *heap, struct page *pg)
 	sefer_assert_expensive(page_counts_agree(pg));
 	page_clear_full(pg);
 	sefer__queue_remove(&heap->full, pg);
-	sefer__queue_push_back(q, pg);
-	if (q->first == pg)
-		sefer__heap_direct_update(heap, pg->bin);
+	sefer__queue_push_back(q, pg); /* the direct table follows a new first page (queue_*) */
 	/* FULL -> NORMAL; if a pusher got there first, draining resets the tag later. */
 	atomic_compare_exchange_strong_explicit(&pg->xthread, &old, XT_NORMAL, memory_order_relaxed,
 						memory_order_relaxed);
@@ -664,12 +662,11 @@ static always_inline struct page *page_find_carving(struct heap *heap, unsigned 
 static noinline struct page *page_find_walk(struct heap *heap, unsigned bin)
 {
 	struct page_queue *q = &heap->bins[bin];
-	struct page *pg, *next, *first, *carve;
+	struct page *pg, *next, *carve;
 	bool reclaimed = false;
 
 	if (atomic_load_explicit(&heap->delayed, memory_order_relaxed))
 		sefer__heap_drain_delayed(heap);
-	first = q->first; /* what the direct table points at (heap.h) */
 retry:
 	carve = NULL;
 	for (pg = q->first; pg; pg = next) {
@@ -719,8 +716,7 @@ retry:
 	if (!pg)
 		return NULL;
 	page_init(heap, pg, bin);
-	sefer__queue_push_front(q, pg);
-	sefer__heap_direct_update(heap, bin);
+	sefer__queue_push_front(q, pg); /* and the direct table (queue_first_changed) */
 	return pg;
 found:
 	sefer_assert(pg->free && pg->bin == bin); /* a block to hand out, of this bin */
@@ -728,9 +724,6 @@ found:
 		sefer__queue_remove(q, pg);
 		sefer__queue_push_front(q, pg);
 	}
-	/* Most calls refill the first page from its own frees: the direct table is right. */
-	if (pg != first)
-		sefer__heap_direct_update(heap, bin);
 	return pg;
 }
 
