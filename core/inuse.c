@@ -78,26 +78,27 @@ static void inuse_sample_add(_Atomic(uint64_t) *sum, uint64_t gen, uint64_t v)
 INUSE_RACY static uint32_t inuse_uncounted(const struct page *pg, struct heap *owner,
 					   uint32_t reserved)
 {
+	struct block_geometry g;
 	const struct block *b;
-	uint64_t magic, limit;
-	uintptr_t start;
 	uint32_t n = 0;
 
 	if (owner == sefer__heap)
 		return page_used(pg);
 	b = INUSE_READ(pg->free);
-	magic = INUSE_READ(pg->div_magic);
-	limit = (uint64_t)reserved * (uint64_t)(INUSE_READ(pg->block_size) * magic);
-	start = page_start_addr(pg);
-	if (b && ((uintptr_t)b - start) * magic >= limit)
+	g.start = page_start_addr(pg);
+	g.div_magic = INUSE_READ(pg->div_magic);
+	g.block_size = INUSE_READ(pg->block_size);
+	g.reserved = reserved;
+	geometry_set_limit(&g); /* a bound of 0 (a magic not the size's) tests every link bad */
+	if (b && !geometry_block_start(&g, b))
 		return reserved; /* caught mid-change */
 	while (b && n < reserved) {
-		uintptr_t next = link_decode(b, INUSE_READ(b->next));
+		const struct block *next = (const struct block *)link_decode(b, INUSE_READ(b->next));
 
 		n++;
-		if (next && (next - start) * magic >= limit)
+		if (next && !geometry_block_start(&g, next))
 			break;
-		b = (const struct block *)next;
+		b = next;
 	}
 	return reserved - n;
 }
