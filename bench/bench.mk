@@ -2,10 +2,13 @@
 # bench/bench.mk - benchmark programs and the runner, included by the top Makefile.
 #
 #   make bench [QUICK=1] [THREADS=1,2,4,8] [BENCH_ONLY=regex] [BENCH_ALLOC=sefer,mimalloc]
-#              [BENCH_CPU=auto|none|N] [PEERS=mi3=PATH,sn=PATH] [SEFER_B=sefer-nodf=PATH]
+#              [BENCH_CPU=auto|none|N] [PEERS=mi3=PATH,sn=PATH] [SEFER_B=sefer-nodf=PATH|none]
 #       every workload and real program under sefer (the configured build), glibc, mimalloc,
 #       mimalloc v3 and snmalloc (../shared/peers, or PEERS), and in the full mode jemalloc and
-#       tcmalloc; SEFER_B adds a second sefer build as a column of its own. Writes
+#       tcmalloc; SEFER_B adds a second sefer build as a column of its own. Without SEFER_B
+#       (and without BENCH_ALLOC) that column is sefer-nodf, this configuration with
+#       CONFIG_DEBUG_DOUBLE_FREE=n, built in $(objtree)/bench-nodf, so that the run judges
+#       the double-free target too; SEFER_B=none leaves it out. Writes
 #       bench/results/latest.{csv,md,png}
 #   make bench-headline
 #       steady churn + larson at 1 and 2 threads under glibc, mimalloc and sefer (~30 s)
@@ -48,11 +51,25 @@ persist-mks = $(wildcard $(srctree)/persist/persist.mk $(srctree)/bench/persist/
 bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(persist-mks) && \
 	! grep -qs '^bench *:.*bench-persist' $(persist-mks) && echo y)
 
-bench: all $(bench-progs)
+# The second build make bench measures by default (above): the double-free target's reference
+# (Documentation/benchmarks.rst, "Targets"). Only the shared library is built (about 40 s on
+# two CPUs the first time, nothing after), from this .config with the one option changed.
+bench-nodf-objtree := $(objtree)/bench-nodf
+bench-nodf-lib := $(bench-nodf-objtree)/$(notdir $(shared-lib))
+bench-second := $(if $(SEFER_B),$(filter-out none,$(SEFER_B)),$(if \
+	$(BENCH_ALLOC)$(filter-out y,$(CONFIG_DEBUG_DOUBLE_FREE)),,sefer-nodf=$(bench-nodf-lib)))
+
+$(bench-nodf-lib): $(KCONFIG_CONFIG) FORCE
+	$(Q)mkdir -p $(bench-nodf-objtree)
+	$(Q)KCONFIG_CONFIG=$(bench-nodf-objtree)/.config $(KCONFIG) set $(KCONFIG_CONFIG) \
+		DEBUG_DOUBLE_FREE=n >/dev/null
+	$(Q)$(MAKE) -f $(srctree)/Makefile O=$(bench-nodf-objtree) $@
+
+bench: all $(bench-progs) $(if $(filter sefer-nodf=$(bench-nodf-lib),$(bench-second)),$(bench-nodf-lib))
 	$(Q)$(BENCH_RUN) $(if $(QUICK),--quick) $(if $(THREADS),--threads $(THREADS)) \
 		$(if $(BENCH_ONLY),--only '$(value BENCH_ONLY)') \
 		$(if $(BENCH_ALLOC),--alloc $(BENCH_ALLOC)) $(if $(BENCH_CPU),--cpu $(BENCH_CPU)) \
-		$(if $(PEERS),--peer '$(PEERS)') $(if $(SEFER_B),--sefer-b '$(SEFER_B)') \
+		$(if $(PEERS),--peer '$(PEERS)') $(if $(bench-second),--sefer-b '$(bench-second)') \
 		--out $(srctree)/bench/results
 	$(Q)$(if $(bench-persist-defined),$(MAKE) -f $(srctree)/Makefile O=$(O) \
 		$(if $(QUICK),QUICK=$(QUICK)) bench-persist)

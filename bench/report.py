@@ -382,8 +382,8 @@ def evaluate_targets(configs, names, summ):
     target = ("default build >= %.2fx a second build (no CONFIG_DEBUG_DOUBLE_FREE) on every "
               "row" % TARGET_SECOND_BUILD)
     if not builds:
-        out.append((target, "-", "not evaluated (no second build: make bench "
-                    "SEFER_B=sefer-nodf=PATH)", []))
+        out.append((target, "-", "not evaluated (no second build: make bench without "
+                    "SEFER_B=none and BENCH_ALLOC, or SEFER_B=sefer-nodf=PATH)", []))
     else:
         b = builds[0]
         per_row(target.replace("a second build", b), [c for c in configs

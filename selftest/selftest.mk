@@ -421,10 +421,21 @@ $(stats-dir)/oldabi: $(srctree)/selftest/stats/oldabi.c $(srctree)/selftest/stat
 check-stats: $(stats-bins) $(shared-lib)
 	$(Q)bash $(srctree)/selftest/stats/check-stats.sh $(objtree) $(stats-dir)
 
-# ---- the benchmark runner's ratio rules (bench/test_run.py, under a second)
+# ---- the benchmark runner's ratio rules (bench/test_run.py, under a second), and the second
+# build make bench measures (bench/bench.mk, bench-second: sefer-nodf unless SEFER_B or
+# BENCH_ALLOC says otherwise; about a second, four parses of the Makefile)
 check-targets += check-bench-harness
+bench-second-of = $(MAKE) -s --no-print-directory -f $(srctree)/Makefile O=$(O) $(1) \
+	--eval 'bench-second-print: ; @echo "$$(bench-second)"' bench-second-print
+bench-second-want = $(if $(filter y,$(CONFIG_DEBUG_DOUBLE_FREE)),sefer-nodf=$(bench-nodf-lib))
 check-bench-harness:
 	$(Q)/usr/bin/python3 -B $(srctree)/bench/test_run.py
+	$(Q)for t in 'SEFER_B= BENCH_ALLOC=|$(bench-second-want)' 'SEFER_B=none BENCH_ALLOC=|' \
+		'SEFER_B=b=/x/lib.so BENCH_ALLOC=|b=/x/lib.so' 'SEFER_B= BENCH_ALLOC=sefer,glibc|'; do \
+		got=$$($(call bench-second-of,$${t%|*})); \
+		if [ "$$got" != "$${t#*|}" ]; then \
+			echo "bench-second: make bench $${t%|*}: '$$got', want '$${t#*|}'"; exit 1; fi; \
+	done; echo "bench-second: sefer-nodf by default, SEFER_B=none, SEFER_B, BENCH_ALLOC: ok"
 
 # ---- make run: the main job of the quick start
 run: all
