@@ -12,10 +12,16 @@
  * read: each field is read once, relaxed, and the sum is a snapshot of a moving heap, exact
  * for a heap that does not run meanwhile.
  *
- * What counts as in use: a block from its malloc until its free reaches its page's count: a
- * local free at once, a free from another thread when the owner collects it (it waits on the
- * page's cross-thread list until then). A block a policy keeps (fastbin's magazine) is free:
- * its page still counts it as used, so the walk takes the policies' own counts off (held).
+ * What counts as in use: a block from its malloc until its free reaches its page: a local free
+ * at once, a free from another thread when it is pushed on the page's cross-thread list. The
+ * page counts such a block as handed out until the owner collects the list, which may be long
+ * after (the owner of an exited thread's parked heap is the next thread to take it), so the
+ * walk takes the list's length (page->xthread, segment.h) off the page's figure. A free still
+ * in the freeing thread's batch (core/remote.h: less than REMOTE_HELD_BYTES per thread,
+ * published when its slot is wanted or it fills, at that thread's slow paths and at its exit)
+ * counts until published; so does every pending free on a 32-bit target, whose xthread word
+ * has no room for the length. A block a policy keeps (fastbin's magazine) is free: its page
+ * still counts it as used, so the walk takes the policies' own counts off (held).
  * Bytes are usable bytes: the block size of the size class, the large block's size.
  *
  * Peaks are sampled, not tracked: in_use_peak_* is the highest total seen at a sample, taken
@@ -110,13 +116,14 @@ INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct 
 	for (size_t idx = META_PAGES; idx < PAGES_PER_SEGMENT;) {
 		struct page *pg = &seg->pages[idx];
 		unsigned span = INUSE_READ(pg->span);
-		uint32_t used, cap, tail;
+		uint32_t used, cap, tail, pending;
 		unsigned bin;
 
 		if (!span) {
 			idx++;
 			continue;
 		}
+		pending = xt_count(atomic_load_explicit(&pg->xthread, memory_order_relaxed));
 		used = INUSE_READ(pg->used);
 		cap = INUSE_READ(pg->capacity);
 		if (PAGE_FIRST_UNCOUNTED && INUSE_READ(pg->uncounted)) {
@@ -127,6 +134,8 @@ INUSE_RACY static void inuse_small(struct inuse *u, struct segment *seg, struct 
 		bin = INUSE_READ(pg->bin);
 		if (used > cap) /* a descriptor caught while it was set up for another span */
 			used = cap;
+		if (pending != XT_COUNT_UNKNOWN) /* freed, on the cross-thread list: not in use */
+			used -= pending < used ? pending : used;
 		bytes += (uint64_t)used * INUSE_READ(pg->block_size);
 		blocks += used;
 		tail = INUSE_READ(pg->purged_tail); /* not committed (core/purge.c, "span tails") */
