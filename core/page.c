@@ -26,6 +26,7 @@
 #include "core/options.h"
 #include "core/purge.h"
 #include "core/span.h"
+#include "core/stats.h"
 #include "core/unowned.h"
 
 /*
@@ -247,6 +248,8 @@ static void page_extend(struct heap *heap, struct page *pg)
 	pg->fast_limit = page_fast_limit(pg);
 	atomic_store_explicit(&pg->xt_reserved, pg->reserved, memory_order_relaxed);
 	page_tail_recommit(pg, false); /* the carve may reach into a purged tail */
+	stat_add(&sefer__gstats.carved_bytes, NULL, (long long)n * bs);
+	sefer__inuse_grown(); /* a peak of in use, maybe (core/inuse.c) */
 }
 
 static void page_init(struct heap *heap, struct page *pg, unsigned bin)

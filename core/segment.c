@@ -152,15 +152,6 @@ static struct segment *segment_map_small(struct segment_set *set, int node)
 
 	if (!seg)
 		return NULL;
-	/*
-	 * The set's segments were full: a peak of in use, maybe. A set's first segment is no
-	 * such moment (a new thread's, or the process's first): no sample, which would walk the
-	 * registry and, under liburcu-bp, register the thread as a reader (a page of its arena)
-	 * in a process that may never walk it again (Documentation/decommit.rst, "The fixed cost
-	 * per process").
-	 */
-	if (set->with_space || set->full)
-		sefer__inuse_grown();
 	if (IS_ENABLED(CONFIG_GUARD_PAGES) && !small_guard_set(seg)) {
 		sefer__segment_unmap(seg, SEGMENT_SIZE);
 		return NULL;
@@ -244,6 +235,7 @@ void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t de
 	seg->warm_pages = (seg->warm_pages & ~bits) | (bits >> (n - carved) & bits);
 	page_tail_recommit(pg, true); /* the slots count committed whole while dirty */
 	sefer__purge_slots_freed(seg, bits, delay);
+	stat_add(&sefer__gstats.carved_bytes, NULL, -(long long)pg->reserved * pg->block_size);
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
@@ -283,6 +275,13 @@ void sefer__segment_release(struct segment *seg)
 {
 	sefer__segment_unpublish(seg);
 	stat_add(&sefer__gstats.segments, NULL, -1);
+	if (seg->kind == SEG_SMALL && seg->used_pages) { /* with its spans (segment_drop) */
+		struct page *pg;
+
+		for_each_span(seg, pg, idx)
+			stat_add(&sefer__gstats.carved_bytes, NULL,
+				 -(long long)pg->reserved * pg->block_size);
+	}
 	stat_add(&sefer__gstats.committed, NULL,
 		 -(long long)(seg->size -
 			      (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));

@@ -22,8 +22,11 @@ struct global_stats {
 	atomic_llong lock_yields; /* spinlock waiters that gave their CPU away (core/lock.h) */
 	atomic_llong threads;
 	atomic_llong heaps; /* first-class heaps alive */
-	/* In use (core/inuse.c): the highest totals seen at a sample, and committed then */
-	atomic_llong inuse_peak_bytes, inuse_peak_blocks, sampled_committed;
+	/* bytes of the small blocks carved, free or not: what small blocks in use fit in
+	 * (page_extend adds, a span's free and a segment released with spans take off) */
+	atomic_llong carved_bytes;
+	/* In use (core/inuse.c): the highest totals seen at a sample, and the bound then */
+	atomic_llong inuse_peak_bytes, inuse_peak_blocks, sampled_bound;
 };
 
 SEFER_INTERNAL_EXTERN struct global_stats sefer__gstats;
@@ -103,7 +106,7 @@ struct inuse {
 SEFER_INTERNAL void sefer__inuse_walk(struct inuse *u);
 /* Process totals now; raise the process and per-heap peaks with them. */
 SEFER_INTERNAL void sefer__inuse_sample(struct inuse *u);
-/* A slow path that grew committed memory: sample when a new peak may have been reached. */
+/* A carve or a large block grew the bound in use lies under: sample if a peak may be new. */
 SEFER_INTERNAL void sefer__inuse_grown(void);
 
 #endif

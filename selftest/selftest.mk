@@ -394,7 +394,7 @@ check-fastpath: $(shared-lib)
 # the cost of a query with 64 threads (selftest/stats/check-stats.sh; about 5 s)
 stats-dir := $(objtree)/selftest/stats
 stats-bins := $(stats-dir)/stats-json $(stats-dir)/oldabi $(stats-dir)/query-cost \
-	$(if $(filter y,$(CONFIG_PERSIST)),$(stats-dir)/pstats-size)
+	$(stats-dir)/peak-threads $(if $(filter y,$(CONFIG_PERSIST)),$(stats-dir)/pstats-size)
 ifeq ($(CONFIG_BACKEND_LINUX)$(CONFIG_CROSS_COMPILE),y"")
 check-targets += check-stats
 test-bins: $(stats-bins)
@@ -406,6 +406,10 @@ $(stats-dir)/stats-json: $(srctree)/selftest/stats/stats_json.c $(shared-lib)
 $(stats-dir)/query-cost: $(srctree)/selftest/stats/query_cost.c $(shared-lib)
 	$(Q)mkdir -p $(dir $@)
 	$(quiet) CC selftest/stats/query-cost
+	$(Q)$(CC) $(TEST_CFLAGS) -pthread -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
+$(stats-dir)/peak-threads: $(srctree)/selftest/stats/peak_threads.c $(shared-lib)
+	$(Q)mkdir -p $(dir $@)
+	$(quiet) CC selftest/stats/peak-threads
 	$(Q)$(CC) $(TEST_CFLAGS) -pthread -o $@ $< -L$(objtree) -l:$(SEFER_SONAME)
 $(stats-dir)/pstats-size: $(srctree)/selftest/stats/pstats_size.c $(shared-lib)
 	$(Q)mkdir -p $(dir $@)

@@ -6,7 +6,8 @@
 #    =2 adds the size classes, a bad value is named;
 #  - a program built against sefer 0.1's stats calls runs on this library (symbol versions);
 #  - persist's sefer_pstats_get with an older, smaller and a newer, bigger struct;
-#  - the cost of a query with 64 threads churning (printed; sefer(3) quotes it).
+#  - the cost of a query with 64 threads churning (printed; sefer(3) quotes it);
+#  - the in-use peak of four threads with a segment each, sampled by the slow paths alone.
 set -u
 obj=$1 bin=$2
 py=/usr/bin/python3
@@ -81,6 +82,7 @@ if [ -x "$bin/pstats-size" ]; then
 fi
 
 "$bin/query-cost" 64 5000 || bad "query-cost"
+"$bin/peak-threads" || bad "the in-use peak of threads with a segment each was not sampled"
 
 [ $fails -eq 0 ] && echo "check-stats: all passed"
 [ $fails -eq 0 ]
