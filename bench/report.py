@@ -407,7 +407,8 @@ def targets_section(configs, names, summ):
     lines = ["## Targets (issue 44)", "",
              "Judged on the median paired ratios of the tables (sefer / peer). The peers in "
              "this run: %s. Not judged by this run: the fast-path disassembly check (`make "
-             "check-fastpath`) and the decommit guarantee (`make check-decommit`)." %
+             "check-fastpath`) and the decommit guarantee (`make check-unit`'s decommit "
+             "suite)." %
              (", ".join(n for n in names if is_peer(n)) or "none"), "",
              "| target | this run | status |", "|---|---|:---:|"]
     lines += ["| %s | %s | %s |" % (t, fig, st if st != "FAIL" else "**FAIL**")
