@@ -52,8 +52,8 @@ bench-persist-defined = $(shell grep -qs '^bench-persist *:' $(persist-mks) && \
 	! grep -qs '^bench *:.*bench-persist' $(persist-mks) && echo y)
 
 # The second build make bench measures by default (above): the double-free target's reference
-# (Documentation/benchmarks.rst, "Targets"). Only the shared library is built (about 40 s on
-# two CPUs the first time, nothing after), from this .config with the one option changed.
+# (Documentation/benchmarks.rst, "Targets"). Only the shared library is built (7 s on two CPUs
+# the first time, nothing after), from this .config with the one option changed.
 bench-nodf-objtree := $(objtree)/bench-nodf
 bench-nodf-lib := $(bench-nodf-objtree)/$(notdir $(shared-lib))
 bench-second := $(if $(SEFER_B),$(filter-out none,$(SEFER_B)),$(if \
