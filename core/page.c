@@ -207,7 +207,7 @@ static inline uint32_t page_carve_blocks(const struct page *pg)
 
 static inline uint32_t page_carve_warm(const struct page *pg, uint32_t n)
 {
-	size_t carved = (size_t)pg->reserved * pg->block_size;
+	size_t carved = page_carved_bytes(pg);
 	size_t warm = (size_t)pg->warm_slots << SPAGE_SHIFT;
 	uint32_t m;
 

@@ -103,7 +103,7 @@ static inline bool span_tail_purgeable(const struct page *pg)
 /* The bytes of pg's span from its start to the first OS page no carved block touches. */
 static inline size_t span_carved_bytes(const struct page *pg)
 {
-	return align_up((size_t)pg->reserved * pg->block_size, sefer__os_info.page_size);
+	return align_up(page_carved_bytes(pg), sefer__os_info.page_size);
 }
 
 /*

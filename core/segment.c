@@ -229,13 +229,13 @@ void sefer__segment_free_slots(struct segment *seg, struct page *pg, uint64_t de
 	 * past the carved blocks). Counted in 4 KiB, the least OS page: at most n. The low
 	 * `carved` of the n bits: bits shifted down by n - carved, within bits.
 	 */
-	unsigned carved = (unsigned)(((size_t)pg->reserved * pg->block_size + 4095) >> SPAGE_SHIFT);
+	unsigned carved = (unsigned)((page_carved_bytes(pg) + 4095) >> SPAGE_SHIFT);
 
 	sefer_assert(carved <= n);
 	seg->warm_pages = (seg->warm_pages & ~bits) | (bits >> (n - carved) & bits);
 	page_tail_recommit(pg, true); /* the slots count committed whole while dirty */
 	sefer__purge_slots_freed(seg, bits, delay);
-	stat_add(&sefer__gstats.carved_bytes, NULL, -(long long)pg->reserved * pg->block_size);
+	stat_add(&sefer__gstats.carved_bytes, NULL, -(long long)page_carved_bytes(pg));
 	memset(pg, 0, __builtin_offsetof(struct page, xthread)); /* limits 0: frees refused */
 	atomic_store_explicit(&pg->xthread, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->xt_block_size, 0, memory_order_relaxed); /* frees: refused */
@@ -275,13 +275,6 @@ void sefer__segment_release(struct segment *seg)
 {
 	sefer__segment_unpublish(seg);
 	stat_add(&sefer__gstats.segments, NULL, -1);
-	if (seg->kind == SEG_SMALL && seg->used_pages) { /* with its spans (segment_drop) */
-		struct page *pg;
-
-		for_each_span(seg, pg, idx)
-			stat_add(&sefer__gstats.carved_bytes, NULL,
-				 -(long long)pg->reserved * pg->block_size);
-	}
 	stat_add(&sefer__gstats.committed, NULL,
 		 -(long long)(seg->size -
 			      (size_t)__builtin_popcountll(seg->purged_pages) * SPAGE_SIZE));

@@ -289,6 +289,12 @@ static inline size_t page_span_bytes(const struct page *pg)
 	return (size_t)pg->span << SPAGE_SHIFT;
 }
 
+/* The bytes of pg's carved blocks, in use or free: from the span's start to the carve's end. */
+static inline size_t page_carved_bytes(const struct page *pg)
+{
+	return (size_t)pg->reserved * pg->block_size;
+}
+
 /* Doubly linked lists of segments through next/prev (a segment set's lists, the spares, a
  * first-class heap's large blocks): the caller holds whatever lock guards the list. */
 static inline void segment_list_push(struct segment **head, struct segment *seg)

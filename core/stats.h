@@ -23,7 +23,7 @@ struct global_stats {
 	atomic_llong threads;
 	atomic_llong heaps; /* first-class heaps alive */
 	/* bytes of the small blocks carved, free or not: what small blocks in use fit in
-	 * (page_extend adds, a span's free and a segment released with spans take off) */
+	 * (page_extend adds; a span's free and a segment dropped with its spans take off) */
 	atomic_llong carved_bytes;
 	/* In use (core/inuse.c): the highest totals seen at a sample, and the bound then */
 	atomic_llong inuse_peak_bytes, inuse_peak_blocks, sampled_bound;

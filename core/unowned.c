@@ -160,7 +160,7 @@ static void annotate_segment_drop(struct segment *seg)
 			}
 		}
 #endif
-		annotate_noaccess(page_start(pg), (size_t)pg->reserved * pg->block_size);
+		annotate_noaccess(page_start(pg), page_carved_bytes(pg));
 	}
 #else
 	(void)seg;
@@ -174,9 +174,12 @@ void sefer__segment_drop(struct segment *seg)
 	owned_forget(seg);
 	annotate_segment_drop(seg);
 	if (__atomic_load_n(&nspare, __ATOMIC_RELAXED) >= SPARE_MAX) {
-		/* released with its spans: its slots leave committed whole, tails included */
-		for_each_span(seg, pg, idx)
+		/* released with its spans: its slots leave committed whole, tails included, and
+		 * their blocks the carved bytes (segment_free_slots' accounting, spans kept) */
+		for_each_span(seg, pg, idx) {
 			page_tail_recommit(pg, true);
+			stat_add(&sefer__gstats.carved_bytes, NULL, -(long long)page_carved_bytes(pg));
+		}
 		sefer__segment_release(seg);
 		return;
 	}
